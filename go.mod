@@ -1,0 +1,3 @@
+module github.com/antrea-proxy/antrea-proxy
+
+go 1.26

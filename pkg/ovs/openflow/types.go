@@ -1,0 +1,133 @@
+// Package openflow is antrea-proxy's typed model of OpenFlow flows and groups, its canonical
+// rendering to Open vSwitch's text syntax, a parser for `ovs-ofctl dump-flows` output, and the
+// narrow Bridge interface through which everything else installs flows.
+//
+// The model covers exactly what the agent emits. Rendering is canonical: the same model always
+// gives the same text, so whole-pipeline dumps can be compared in golden tests.
+package openflow
+
+import (
+	"net"
+	"net/netip"
+)
+
+// EthType is the Ethernet type a flow matches; zero matches any.
+type EthType uint16
+
+const (
+	EthTypeAny  EthType = 0
+	EthTypeIP   EthType = 0x0800
+	EthTypeIPv6 EthType = 0x86dd
+	EthTypeARP  EthType = 0x0806
+)
+
+// IPProto is an IP protocol number; zero matches any.
+type IPProto uint8
+
+const (
+	ProtoAny    IPProto = 0
+	ProtoICMP   IPProto = 1
+	ProtoTCP    IPProto = 6
+	ProtoUDP    IPProto = 17
+	ProtoICMPv6 IPProto = 58
+	ProtoSCTP   IPProto = 132
+)
+
+// Masked32 is a 32-bit value with a mask. A zero Mask means an exact match (all ones).
+type Masked32 struct {
+	Value uint32
+	Mask  uint32
+}
+
+// Uint128 is a 128-bit value, used for xxreg matches.
+type Uint128 struct {
+	Hi, Lo uint64
+}
+
+// RegMatch matches the 32-bit register regN under a mask (zero Mask = exact).
+type RegMatch struct {
+	Reg   uint8
+	Value uint32
+	Mask  uint32
+}
+
+// XXRegMatch matches the 128-bit register xxregN under a mask (zero Mask = exact).
+type XXRegMatch struct {
+	XXReg uint8
+	Value Uint128
+	Mask  Uint128
+}
+
+// CtStateFlags is a set of conntrack state bits.
+type CtStateFlags uint8
+
+const (
+	CtNew CtStateFlags = 1 << iota
+	CtEst
+	CtRel
+	CtRpl
+	CtInv
+	CtTrk
+	CtSNAT
+	CtDNAT
+)
+
+// CtState matches conntrack state: every bit in Set must be set, every bit in Unset clear.
+type CtState struct {
+	Set, Unset CtStateFlags
+}
+
+// Match is what a flow matches. Zero values mean "any".
+type Match struct {
+	InPort  uint32 // OpenFlow port number; 0 matches any port.
+	EthType EthType
+	EthSrc  net.HardwareAddr
+	EthDst  net.HardwareAddr
+	IPProto IPProto // requires EthType IP or IPv6.
+	// Src and Dst are IPv4 or IPv6 prefixes, according to EthType. Invalid (zero) means any.
+	Src, Dst netip.Prefix
+	// ARPTPA matches the target protocol address of an ARP packet (EthType ARP).
+	ARPTPA  netip.Addr
+	ARPOp   uint16 // 0 matches any.
+	TpSrc   uint16 // 0 matches any; requires IPProto TCP, UDP or SCTP.
+	TpDst   uint16
+	CtState *CtState
+	CtMark  *Masked32
+	Regs    []RegMatch
+	XXRegs  []XXRegMatch
+	PktMark *Masked32
+}
+
+// Flow is one OpenFlow flow entry.
+type Flow struct {
+	Table    uint8
+	Priority uint16
+	Cookie   uint64
+	// CookieMask is used only by non-strict deletes and dumps; a zero mask with a non-zero
+	// Cookie means an exact cookie.
+	CookieMask  uint64
+	IdleTimeout uint16
+	HardTimeout uint16
+	Match       Match
+	Actions     []Action
+}
+
+// Bucket is one bucket of a select group.
+type Bucket struct {
+	ID      uint32
+	Weight  uint16
+	Actions []Action
+}
+
+// GroupType is an OpenFlow group type; only select is used today.
+type GroupType string
+
+const GroupTypeSelect GroupType = "select"
+
+// Group is an OpenFlow group. Selection is always the "hash" method over HashFields.
+type Group struct {
+	ID         uint32
+	Type       GroupType
+	HashFields []string // e.g. "ip_src", "ip_dst", "tcp_dst", "tcp_src"
+	Buckets    []Bucket
+}

@@ -19,10 +19,14 @@ import (
 // SchemaPath is where Debian's openvswitch-common installs the OVSDB schema.
 const SchemaPath = "/usr/share/openvswitch/vswitch.ovsschema"
 
-// Require skips the test when OVS or root privileges are missing, except under CI=true where a
-// missing prerequisite fails the test and says why.
+// Require marks an integration test. It skips in -short mode (the unit suite), and when OVS or
+// root privileges are missing, except under CI=true where a missing prerequisite fails the test
+// and says why.
 func Require(t testing.TB) {
 	t.Helper()
+	if testing.Short() {
+		t.Skip("integration test (real Open vSwitch): not run with -short")
+	}
 	var missing []string
 	for _, bin := range []string{"ovsdb-server", "ovs-vswitchd", "ovsdb-tool", "ovs-vsctl", "ovs-ofctl", "ovs-appctl", "ip", "ethtool"} {
 		if _, err := exec.LookPath(bin); err != nil {

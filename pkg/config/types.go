@@ -1,0 +1,119 @@
+package config
+
+import (
+	"encoding/json"
+	"fmt"
+	"time"
+)
+
+// Default values applied by AgentConfig.Defaults.
+const (
+	DefaultOVSBridge       = "br-int"
+	DefaultOVSDatapathType = DatapathSystem
+	DefaultOVSRunDir       = "/var/run/openvswitch"
+	DefaultHostGateway     = "antrea-gw0"
+	DefaultAPISocket       = "/var/run/antrea/antrea-agent.sock"
+	DefaultMinSyncInterval = time.Second
+	DefaultFullSyncPeriod  = 30 * time.Second
+
+	// NodeNameEnv is the environment variable that supplies the node name
+	// when nodeName is not set in the file.
+	NodeNameEnv = "NODE_NAME"
+)
+
+// Supported values of ovsDatapathType.
+const (
+	DatapathSystem = "system"
+	DatapathNetdev = "netdev"
+)
+
+// AgentConfig is the content of antrea-agent.conf.
+type AgentConfig struct {
+	// Kubeconfig is the path of a kubeconfig file; "" means in-cluster config.
+	Kubeconfig string `json:"kubeconfig,omitempty"`
+	// NodeName is the Kubernetes Node this agent runs on. Default: the
+	// NODE_NAME environment variable, else the lower-cased host name.
+	NodeName string `json:"nodeName,omitempty"`
+	// OVSBridge is the OVS bridge the proxy programs. Default "br-int".
+	OVSBridge string `json:"ovsBridge,omitempty"`
+	// OVSDatapathType is "system" (default) or "netdev".
+	OVSDatapathType string `json:"ovsDatapathType,omitempty"`
+	// OVSRunDir holds db.sock and <bridge>.mgmt. Default "/var/run/openvswitch".
+	OVSRunDir string `json:"ovsRunDir,omitempty"`
+	// HostGateway is the name of the host gateway interface. Default "antrea-gw0".
+	HostGateway string `json:"hostGateway,omitempty"`
+	// APISocket is the unix socket of the agent API (used by antctl).
+	// Default "/var/run/antrea/antrea-agent.sock".
+	APISocket string `json:"apiSocket,omitempty"`
+	// AntreaProxy configures the service proxy.
+	AntreaProxy AntreaProxyConfig `json:"antreaProxy"`
+}
+
+// AntreaProxyConfig is the antreaProxy section of antrea-agent.conf.
+type AntreaProxyConfig struct {
+	// Enable turns the proxy on. Default true; see Enabled.
+	Enable *bool `json:"enable,omitempty"`
+	// ProxyAll makes the proxy also handle NodePort traffic and ClusterIP
+	// traffic from the host network. Default false.
+	ProxyAll bool `json:"proxyAll"`
+	// NodePortAddresses lists the CIDRs whose node IPs serve NodePorts;
+	// empty means all node IPs. See NodePortPrefixes.
+	NodePortAddresses []string `json:"nodePortAddresses"`
+	// SkipServices lists Services the proxy ignores, each "namespace/name"
+	// or a ClusterIP (IPv4 or IPv6). See ParseSkipServices.
+	SkipServices []string `json:"skipServices"`
+	// ProxyLoadBalancerIPs makes the proxy handle traffic to LoadBalancer
+	// ingress IPs. Default true; see ProxyLoadBalancerIPsEnabled.
+	ProxyLoadBalancerIPs *bool `json:"proxyLoadBalancerIPs,omitempty"`
+	// ServiceProxyName, when set, restricts the proxy to Services labelled
+	// service.kubernetes.io/service-proxy-name=<value>; when "", Services
+	// carrying that label are ignored.
+	ServiceProxyName string `json:"serviceProxyName"`
+	// MinSyncInterval is the minimum time between two syncs. 0 (or
+	// omitted) means the default, 1s.
+	MinSyncInterval Duration `json:"minSyncInterval"`
+	// FullSyncPeriod is the period of full resyncs. 0 (or omitted) means
+	// the default, 30s.
+	FullSyncPeriod Duration `json:"fullSyncPeriod"`
+}
+
+// Enabled reports whether the proxy is enabled (default true).
+func (p AntreaProxyConfig) Enabled() bool { return boolOr(p.Enable, true) }
+
+// ProxyLoadBalancerIPsEnabled reports whether LoadBalancer ingress IPs are
+// proxied (default true).
+func (p AntreaProxyConfig) ProxyLoadBalancerIPsEnabled() bool {
+	return boolOr(p.ProxyLoadBalancerIPs, true)
+}
+
+func boolOr(b *bool, def bool) bool {
+	if b == nil {
+		return def
+	}
+	return *b
+}
+
+// Duration is a time.Duration that (un)marshals as a Go duration string
+// such as "500ms" or "30s".
+type Duration struct {
+	time.Duration
+}
+
+// MarshalJSON encodes d as a duration string.
+func (d Duration) MarshalJSON() ([]byte, error) {
+	return json.Marshal(d.Duration.String())
+}
+
+// UnmarshalJSON decodes a duration string.
+func (d *Duration) UnmarshalJSON(b []byte) error {
+	var s string
+	if err := json.Unmarshal(b, &s); err != nil {
+		return fmt.Errorf("duration must be a string such as \"1s\", got %s", b)
+	}
+	v, err := time.ParseDuration(s)
+	if err != nil {
+		return fmt.Errorf("%q is not a valid duration (e.g. \"500ms\", \"30s\")", s)
+	}
+	d.Duration = v
+	return nil
+}

@@ -1,0 +1,121 @@
+package config
+
+import (
+	"errors"
+	"fmt"
+	"net/netip"
+	"path/filepath"
+	"strings"
+
+	"k8s.io/apimachinery/pkg/util/validation"
+)
+
+// maxIfNameLen is the longest Linux interface name (IFNAMSIZ - 1).
+const maxIfNameLen = 15
+
+// maxUnixSocketPath is the longest usable unix socket path on Linux
+// (sizeof(sun_path) - 1 for the terminating NUL).
+const maxUnixSocketPath = 107
+
+// FieldError is a problem with one option, named by its path in the file
+// (e.g. "antreaProxy.nodePortAddresses[1]").
+type FieldError struct {
+	Path   string
+	Reason string
+}
+
+func (e *FieldError) Error() string {
+	if e.Path == "" {
+		return "(top level): " + e.Reason
+	}
+	return e.Path + ": " + e.Reason
+}
+
+func fieldErr(path, format string, args ...any) error {
+	return &FieldError{Path: path, Reason: fmt.Sprintf(format, args...)}
+}
+
+// Validate checks c, which should already have its defaults, and reports
+// every problem at once (errors.Join of *FieldError), or nil.
+func (c *AgentConfig) Validate() error {
+	var errs []error
+	add := func(err error) {
+		if err != nil {
+			errs = append(errs, err)
+		}
+	}
+
+	if c.NodeName == "" {
+		add(fieldErr("nodeName", "required (set it here or via the %s environment variable)", NodeNameEnv))
+	} else if msgs := validation.IsDNS1123Subdomain(c.NodeName); len(msgs) > 0 {
+		add(fieldErr("nodeName", "%q is not a valid Node name: %s", c.NodeName, strings.Join(msgs, "; ")))
+	}
+	add(validateIfName("ovsBridge", c.OVSBridge))
+	switch c.OVSDatapathType {
+	case DatapathSystem, DatapathNetdev:
+	default:
+		add(fieldErr("ovsDatapathType", "%q must be %q or %q", c.OVSDatapathType, DatapathSystem, DatapathNetdev))
+	}
+	add(validateAbsPath("ovsRunDir", c.OVSRunDir))
+	add(validateIfName("hostGateway", c.HostGateway))
+	if c.HostGateway != "" && c.HostGateway == c.OVSBridge {
+		add(fieldErr("hostGateway", "%q must differ from ovsBridge", c.HostGateway))
+	}
+	if err := validateAbsPath("apiSocket", c.APISocket); err != nil {
+		add(err)
+	} else if len(c.APISocket) > maxUnixSocketPath {
+		add(fieldErr("apiSocket", "path is %d bytes long; unix socket paths are limited to %d", len(c.APISocket), maxUnixSocketPath))
+	}
+	errs = append(errs, c.AntreaProxy.validate("antreaProxy")...)
+	return errors.Join(errs...)
+}
+
+func (p *AntreaProxyConfig) validate(path string) []error {
+	var errs []error
+	for i, s := range p.NodePortAddresses {
+		if _, err := netip.ParsePrefix(s); err != nil {
+			errs = append(errs, fieldErr(fmt.Sprintf("%s.nodePortAddresses[%d]", path, i), "%q is not a valid CIDR", s))
+		}
+	}
+	for i, s := range p.SkipServices {
+		if _, _, err := parseSkipService(s); err != nil {
+			errs = append(errs, fieldErr(fmt.Sprintf("%s.skipServices[%d]", path, i), "%v", err))
+		}
+	}
+	minSync, fullSync := p.MinSyncInterval.Duration, p.FullSyncPeriod.Duration
+	if minSync <= 0 {
+		errs = append(errs, fieldErr(path+".minSyncInterval", "must be > 0, got %v", minSync))
+	}
+	if fullSync <= 0 {
+		errs = append(errs, fieldErr(path+".fullSyncPeriod", "must be > 0, got %v", fullSync))
+	} else if minSync > 0 && fullSync < minSync {
+		errs = append(errs, fieldErr(path+".fullSyncPeriod", "%v must be >= minSyncInterval (%v)", fullSync, minSync))
+	}
+	return errs
+}
+
+// validateIfName checks that name is usable as a Linux interface name (the
+// rules of the kernel's dev_valid_name).
+func validateIfName(path, name string) error {
+	switch {
+	case name == "":
+		return fieldErr(path, "required")
+	case len(name) > maxIfNameLen:
+		return fieldErr(path, "%q is %d characters long; interface names are limited to %d", name, len(name), maxIfNameLen)
+	case name == "." || name == "..":
+		return fieldErr(path, "%q is not a valid interface name", name)
+	case strings.ContainsAny(name, "/: \t\n\v\f\r"):
+		return fieldErr(path, "%q is not a valid interface name: it must not contain '/', ':' or whitespace", name)
+	}
+	return nil
+}
+
+func validateAbsPath(path, p string) error {
+	switch {
+	case p == "":
+		return fieldErr(path, "required")
+	case !filepath.IsAbs(p):
+		return fieldErr(path, "%q must be an absolute path", p)
+	}
+	return nil
+}

@@ -1,0 +1,41 @@
+package proxy
+
+// groupIDs hands out OpenFlow group IDs to owners. An ID is stable for as long as its owner
+// exists and is reused only after the owner's removal was committed to OVS.
+type groupIDs struct {
+	byOwner map[owner]uint32
+	free    []uint32
+	next    uint32
+}
+
+func newGroupIDs() *groupIDs { return &groupIDs{byOwner: map[owner]uint32{}, next: 1} }
+
+// get returns the owner's ID, allocating one if needed.
+func (g *groupIDs) get(o owner) uint32 {
+	if id, ok := g.byOwner[o]; ok {
+		return id
+	}
+	var id uint32
+	if n := len(g.free); n > 0 {
+		id, g.free = g.free[n-1], g.free[:n-1]
+	} else {
+		id = g.next
+		g.next++
+	}
+	g.byOwner[o] = id
+	return id
+}
+
+// lookup returns the owner's ID without allocating.
+func (g *groupIDs) lookup(o owner) (uint32, bool) {
+	id, ok := g.byOwner[o]
+	return id, ok
+}
+
+// release frees the owner's ID.
+func (g *groupIDs) release(o owner) {
+	if id, ok := g.byOwner[o]; ok {
+		delete(g.byOwner, o)
+		g.free = append(g.free, id)
+	}
+}

@@ -1,0 +1,81 @@
+package proxy
+
+import (
+	"fmt"
+	"strings"
+	"testing"
+
+	v1 "k8s.io/api/core/v1"
+
+	of "github.com/antrea-proxy/antrea-proxy/pkg/ovs/openflow"
+)
+
+func manyServices(h *harness, n int) {
+	for i := 0; i < n; i++ {
+		name := fmt.Sprintf("svc-%05d", i)
+		ip := fmt.Sprintf("10.%d.%d.%d", 96+i/65536, (i/256)%256, i%256)
+		h.addService(makeService("bulk", name, ip))
+		h.addSlice(makeSlice("bulk", name, name+"-1", 8080, v1.ProtocolTCP, "http",
+			ep{ip: fmt.Sprintf("10.200.%d.%d", (i/250)%250, i%250+1), node: testNode, ready: true}))
+	}
+}
+
+// TestIncrementalSync installs 10,000 Services, then changes one endpoint: the sync sends only
+// that Service's ops, in one bundle.
+func TestIncrementalSync(t *testing.T) {
+	if testing.Short() {
+		t.Skip("10,000 Services: not in -short")
+	}
+	h := newHarness(t, testOptions())
+	const n = 10000
+	manyServices(h, n)
+	h.sync()
+	if got := h.bridge.GroupCount(); got != n {
+		t.Fatalf("groups: got %d, want %d", got, n)
+	}
+	h.bridge.Reset()
+
+	old := makeSlice("bulk", "svc-04242", "svc-04242-1", 8080, v1.ProtocolTCP, "http",
+		ep{ip: fmt.Sprintf("10.200.%d.%d", (4242/250)%250, 4242%250+1), node: testNode, ready: true})
+	changed := makeSlice("bulk", "svc-04242", "svc-04242-1", 8080, v1.ProtocolTCP, "http",
+		ep{ip: "10.201.0.1", node: testNode, ready: true})
+	h.updateSlice(old, changed)
+	h.sync()
+
+	if got := h.bridge.ApplyCount(); got != 1 {
+		t.Fatalf("want one bundle, got %d", got)
+	}
+	ops := h.bridge.LastOps()
+	// modify the group, add the new endpoint's DNAT flow, delete the old one.
+	if len(ops) != 3 {
+		t.Fatalf("want 3 ops for one changed endpoint, got %d:\n%s", len(ops), strings.Join(opTexts(ops), "\n"))
+	}
+	gid := ops[0].Group
+	if ops[0].Kind != of.ModifyGroup || gid == nil {
+		t.Fatalf("first op: want modify-group, got %s", opTexts(ops[:1]))
+	}
+	if ops[1].Kind != of.AddFlow || !strings.Contains(of.FormatFlow(ops[1].Flow), "nat(dst=10.201.0.1:8080)") {
+		t.Errorf("second op: want the new endpoint's DNAT flow, got %s", opTexts(ops[1:2]))
+	}
+	if ops[2].Kind != of.DeleteFlowStrict {
+		t.Errorf("third op: want a delete of the old endpoint's DNAT flow, got %s", opTexts(ops[2:]))
+	}
+	// A sync with nothing pending sends nothing.
+	h.bridge.Reset()
+	h.sync()
+	if h.bridge.ApplyCount() != 0 {
+		t.Fatalf("idle sync sent %d bundle(s)", h.bridge.ApplyCount())
+	}
+}
+
+// BenchmarkFullSync10k measures a full sync of 10,000 Services into the fake bridge.
+func BenchmarkFullSync10k(b *testing.B) {
+	for i := 0; i < b.N; i++ {
+		t := &testing.T{}
+		h := newHarness(t, testOptions())
+		manyServices(h, 10000)
+		if err := h.p.SyncNow(b.Context(), true); err != nil {
+			b.Fatal(err)
+		}
+	}
+}

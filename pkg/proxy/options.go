@@ -1,0 +1,98 @@
+package proxy
+
+import (
+	"errors"
+	"fmt"
+	"net/netip"
+	"time"
+
+	v1 "k8s.io/api/core/v1"
+	"k8s.io/utils/clock"
+
+	"github.com/antrea-proxy/antrea-proxy/pkg/proxy/model"
+)
+
+// Options configure a Proxier.
+type Options struct {
+	// NodeName is this node; endpoints on it are local and its addresses serve NodePorts.
+	NodeName string
+	// ProxyLoadBalancerIPs is antreaProxy.proxyLoadBalancerIPs (KEP-1860 Option 1).
+	ProxyLoadBalancerIPs bool
+	// ServiceProxyName is antreaProxy.serviceProxyName.
+	ServiceProxyName string
+	// Skip is antreaProxy.skipServices.
+	Skip model.SkipSet
+	// NodePortAddresses restricts NodePorts to node addresses inside these prefixes; empty means
+	// every node address.
+	NodePortAddresses []netip.Prefix
+	// Families are the IP families served.
+	Families model.Families
+	// GatewayOFPort and the gateway addresses feed the pipeline (see pipeline.NodeConfig).
+	GatewayOFPort            uint32
+	GatewayIPv4, GatewayIPv6 netip.Addr
+	// MinSyncInterval and FullSyncPeriod drive the sync loop.
+	MinSyncInterval time.Duration
+	FullSyncPeriod  time.Duration
+	// Clock is the time source; nil means the real clock.
+	Clock clock.WithTicker
+}
+
+func (o *Options) defaults() {
+	if o.MinSyncInterval == 0 {
+		o.MinSyncInterval = time.Second
+	}
+	if o.FullSyncPeriod == 0 {
+		o.FullSyncPeriod = 30 * time.Second
+	}
+	if !o.Families.IPv4 && !o.Families.IPv6 {
+		o.Families.IPv4 = true
+	}
+	if o.Clock == nil {
+		o.Clock = clock.RealClock{}
+	}
+}
+
+func (o *Options) validate() error {
+	var errs []error
+	if o.NodeName == "" {
+		errs = append(errs, errors.New("proxy: NodeName is required"))
+	}
+	if o.FullSyncPeriod < o.MinSyncInterval {
+		errs = append(errs, fmt.Errorf("proxy: FullSyncPeriod %v is shorter than MinSyncInterval %v", o.FullSyncPeriod, o.MinSyncInterval))
+	}
+	return errors.Join(errs...)
+}
+
+// nodePortAddresses returns the node's addresses that serve NodePorts.
+func nodePortAddresses(node *v1.Node, within []netip.Prefix, fam model.Families) []netip.Addr {
+	if node == nil {
+		return nil
+	}
+	seen := map[netip.Addr]bool{}
+	var out []netip.Addr
+	for _, a := range node.Status.Addresses {
+		if a.Type != v1.NodeInternalIP && a.Type != v1.NodeExternalIP {
+			continue
+		}
+		ip, err := netip.ParseAddr(a.Address)
+		if err != nil || seen[ip.Unmap()] || !fam.Serves(ip.Unmap()) {
+			continue
+		}
+		ip = ip.Unmap()
+		if len(within) > 0 && !containedIn(ip, within) {
+			continue
+		}
+		seen[ip] = true
+		out = append(out, ip)
+	}
+	return out
+}
+
+func containedIn(ip netip.Addr, prefixes []netip.Prefix) bool {
+	for _, p := range prefixes {
+		if p.Contains(ip) {
+			return true
+		}
+	}
+	return false
+}

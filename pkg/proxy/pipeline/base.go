@@ -1,0 +1,125 @@
+package pipeline
+
+import (
+	"net/netip"
+
+	of "github.com/antrea-proxy/antrea-proxy/pkg/ovs/openflow"
+)
+
+// NodeConfig is what the pipeline needs to know about this node.
+type NodeConfig struct {
+	// Round is the flow round of this agent run (see Cookie).
+	Round uint16
+	// IPv4 and IPv6 say which families this proxier serves.
+	IPv4, IPv6 bool
+	// GatewayOFPort is the OpenFlow port of the host gateway; 0 when there is none.
+	GatewayOFPort uint32
+	// GatewayIPv4 and GatewayIPv6 are the SNAT sources for external connections to Services
+	// with externalTrafficPolicy=Cluster; invalid disables SNAT for that family.
+	GatewayIPv4, GatewayIPv6 netip.Addr
+	// NodePortAddresses are the node addresses on which NodePorts are served.
+	NodePortAddresses []netip.Addr
+}
+
+// family is one IP family's constants.
+type family struct {
+	ethType     of.EthType
+	serviceZone uint16
+	snatZone    uint16
+}
+
+var (
+	familyV4 = family{of.EthTypeIP, ZoneServiceV4, ZoneSNATV4}
+	familyV6 = family{of.EthTypeIPv6, ZoneServiceV6, ZoneSNATV6}
+)
+
+func familyOf(a netip.Addr) family {
+	if a.Is4() {
+		return familyV4
+	}
+	return familyV6
+}
+
+func (n *NodeConfig) families() []family {
+	var fs []family
+	if n.IPv4 {
+		fs = append(fs, familyV4)
+	}
+	if n.IPv6 {
+		fs = append(fs, familyV6)
+	}
+	return fs
+}
+
+func (n *NodeConfig) gatewayIP(f family) netip.Addr {
+	if f == familyV4 {
+		return n.GatewayIPv4
+	}
+	return n.GatewayIPv6
+}
+
+func gotoFlow(table uint8, cookie uint64, next uint8) of.Flow {
+	return of.Flow{Table: table, Priority: PriorityMiss, Cookie: cookie, Actions: []of.Action{of.GotoTable{Table: next}}}
+}
+
+// BaseFlows returns the node-level flows: table defaults, conntrack lookups, ct state checks,
+// NodePort address marks and the SNAT of external connections.
+func BaseFlows(n NodeConfig) []of.Flow {
+	c := Cookie(n.Round, CategoryBase, 0)
+	flows := []of.Flow{
+		{Table: TableClassifier, Priority: PriorityHigh, Cookie: c, Match: of.Match{EthType: of.EthTypeARP},
+			Actions: []of.Action{of.Normal{}}},
+		gotoFlow(TableClassifier, c, TableSNATConntrackZone),
+		gotoFlow(TableSNATConntrackZone, c, TableConntrackZone),
+		gotoFlow(TableConntrackZone, c, TableConntrackState),
+		{Table: TableConntrackState, Priority: PriorityHigh, Cookie: c,
+			Match:   of.Match{CtState: &of.CtState{Set: of.CtInv | of.CtTrk}},
+			Actions: []of.Action{of.Drop{}}},
+		{Table: TableConntrackState, Priority: PriorityNormal, Cookie: c,
+			Match:   of.Match{CtState: &of.CtState{Set: of.CtTrk, Unset: of.CtNew}},
+			Actions: []of.Action{of.GotoTable{Table: TableL3Forwarding}}},
+		gotoFlow(TableConntrackState, c, TableNodePortMark),
+		gotoFlow(TableNodePortMark, c, TableServiceLB),
+		gotoFlow(TableServiceLB, c, TableL3Forwarding),
+		{Table: TableEndpointDNAT, Priority: PriorityMiss, Cookie: c, Actions: []of.Action{of.Drop{}}},
+		gotoFlow(TableServiceSNAT, c, TableL3Forwarding),
+		{Table: TableL3Forwarding, Priority: PriorityMiss, Cookie: c, Actions: []of.Action{of.Normal{}}},
+	}
+	if n.GatewayOFPort != 0 {
+		flows = append(flows, of.Flow{Table: TableClassifier, Priority: PriorityNormal, Cookie: c,
+			Match: of.Match{InPort: n.GatewayOFPort},
+			Actions: []of.Action{
+				of.SetReg{Reg: RegSource, Value: SourceGateway, Mask: SourceMask},
+				of.GotoTable{Table: TableSNATConntrackZone},
+			}})
+	}
+	for _, f := range n.families() {
+		flows = append(flows,
+			of.Flow{Table: TableSNATConntrackZone, Priority: PriorityNormal, Cookie: c, Match: of.Match{EthType: f.ethType},
+				Actions: []of.Action{of.CT{Zone: f.snatZone, Table: TableConntrackZone, HasTable: true, NAT: &of.NAT{Kind: of.NATReply}}}},
+			of.Flow{Table: TableConntrackZone, Priority: PriorityNormal, Cookie: c, Match: of.Match{EthType: f.ethType},
+				Actions: []of.Action{of.CT{Zone: f.serviceZone, Table: TableConntrackState, HasTable: true, NAT: &of.NAT{Kind: of.NATReply}}}},
+		)
+		if gw := n.gatewayIP(f); gw.IsValid() {
+			flows = append(flows, of.Flow{Table: TableServiceSNAT, Priority: PriorityNormal, Cookie: c,
+				Match: of.Match{EthType: f.ethType, CtState: &of.CtState{Set: of.CtNew | of.CtTrk},
+					Regs: []of.RegMatch{{Reg: RegSource, Value: SourceGateway | BitExternalService, Mask: SourceMask | BitExternalService}}},
+				Actions: []of.Action{of.CT{Commit: true, Zone: f.snatZone, Table: TableL3Forwarding, HasTable: true,
+					NAT:  &of.NAT{Kind: of.NATSrc, Addr: gw},
+					Exec: []of.Action{of.SetCtMark{Value: CtMarkSNAT, Mask: CtMarkSNAT}}}}})
+		}
+	}
+	for _, a := range n.NodePortAddresses {
+		f := familyOf(a)
+		if (f == familyV4 && !n.IPv4) || (f == familyV6 && !n.IPv6) {
+			continue
+		}
+		flows = append(flows, of.Flow{Table: TableNodePortMark, Priority: PriorityNormal, Cookie: c,
+			Match: of.Match{EthType: f.ethType, Dst: netip.PrefixFrom(a, a.BitLen())},
+			Actions: []of.Action{
+				of.SetReg{Reg: RegSource, Value: BitNodePortAddr, Mask: BitNodePortAddr},
+				of.GotoTable{Table: TableServiceLB},
+			}})
+	}
+	return flows
+}

@@ -1,0 +1,91 @@
+package pipeline
+
+// Table numbers of the pipeline, in the order a packet walks them. Gaps leave room for features.
+const (
+	// TableClassifier classifies packets by in_port (gateway, local pod, uplink) into reg0.
+	TableClassifier uint8 = 0
+	// TableSNATConntrackZone un-SNATs replies of connections SNATed by ServiceSNAT.
+	TableSNATConntrackZone uint8 = 5
+	// TableConntrackZone looks packets up in the service zone; replies are un-DNATed here.
+	TableConntrackZone uint8 = 10
+	// TableConntrackState drops invalid packets and sends established ones past load balancing.
+	TableConntrackState uint8 = 11
+	// TableNodePortMark marks packets whose destination is a NodePort address of this node.
+	TableNodePortMark uint8 = 12
+	// TableServiceLB classifies new connections to Services and sends them to their group.
+	TableServiceLB uint8 = 13
+	// TableEndpointDNAT commits the connection and DNATs it to the endpoint its bucket selected.
+	TableEndpointDNAT uint8 = 14
+	// TableServiceSNAT SNATs external-to-Service connections (eTP=Cluster) arriving from the gateway.
+	TableServiceSNAT uint8 = 15
+	// TableL3Forwarding forwards by destination IP (filled by the node data path).
+	TableL3Forwarding uint8 = 20
+)
+
+// TableNames maps table numbers to names, for dumps and antctl.
+var TableNames = map[uint8]string{
+	TableClassifier:        "Classifier",
+	TableSNATConntrackZone: "SNATConntrackZone",
+	TableConntrackZone:     "ConntrackZone",
+	TableConntrackState:    "ConntrackState",
+	TableNodePortMark:      "NodePortMark",
+	TableServiceLB:         "ServiceLB",
+	TableEndpointDNAT:      "EndpointDNAT",
+	TableServiceSNAT:       "ServiceSNAT",
+	TableL3Forwarding:      "L3Forwarding",
+}
+
+// Conntrack zones.
+const (
+	ZoneServiceV4 uint16 = 65520
+	ZoneServiceV6 uint16 = 65510
+	ZoneSNATV4    uint16 = 65521
+	ZoneSNATV6    uint16 = 65511
+)
+
+// ct_mark bits.
+const (
+	// CtMarkService tags connections DNATed to a Service endpoint.
+	CtMarkService uint32 = 0x1
+	// CtMarkSNAT tags connections SNATed by ServiceSNAT.
+	CtMarkSNAT uint32 = 0x2
+)
+
+// Registers.
+//
+//	reg0[0..3]  packet source: 1 gateway, 2 local pod, 3 uplink/tunnel
+//	reg0[4]     destination is a NodePort address of this node
+//	reg0[5]     connection reached a Service through NodePort, LB IP or ExternalIP with
+//	            externalTrafficPolicy=Cluster: SNAT it when it came from outside the node
+//	reg3        selected endpoint IPv4 address
+//	reg4[0..15] selected endpoint port
+//	reg4[16]    an endpoint has been selected
+//	xxreg3      selected endpoint IPv6 address (reg12..reg15)
+const (
+	RegSource uint8 = 0
+
+	SourceMask    uint32 = 0xf
+	SourceGateway uint32 = 0x1
+	SourcePod     uint32 = 0x2
+	SourceUplink  uint32 = 0x3
+
+	BitNodePortAddr    uint32 = 1 << 4
+	BitExternalService uint32 = 1 << 5
+
+	RegEndpointIPv4 uint8 = 3
+	RegEndpointPort uint8 = 4
+	// RegEndpointIPv6First is the first of the four registers (reg12..reg15, xxreg3) that hold an
+	// IPv6 endpoint, most significant word first.
+	RegEndpointIPv6First uint8 = 12
+
+	EndpointPortMask uint32 = 0xffff
+	BitEndpointSet   uint32 = 1 << 16
+)
+
+// Priorities.
+const (
+	PriorityHigh   uint16 = 210
+	PriorityNormal uint16 = 200
+	PriorityLow    uint16 = 190
+	PriorityMiss   uint16 = 0
+)

@@ -1,0 +1,259 @@
+package proxy
+
+import (
+	"context"
+	"fmt"
+	"net/netip"
+	"sort"
+
+	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/apimachinery/pkg/util/sets"
+	"k8s.io/klog/v2"
+
+	of "github.com/antrea-proxy/antrea-proxy/pkg/ovs/openflow"
+	"github.com/antrea-proxy/antrea-proxy/pkg/proxy/model"
+	"github.com/antrea-proxy/antrea-proxy/pkg/proxy/pipeline"
+)
+
+// ourCategories are the cookie categories this proxier owns and cleans up across rounds.
+var ourCategories = []pipeline.Category{pipeline.CategoryBase, pipeline.CategoryService, pipeline.CategoryEndpoint}
+
+// start picks this run's round and prepares the clean-up of what earlier runs left in OVS.
+func (p *Proxier) start(ctx context.Context) error {
+	prev, ok, err := p.rounds.LoadRound(ctx)
+	if err != nil {
+		return fmt.Errorf("loading flow round: %w", err)
+	}
+	round := uint16(1)
+	if ok {
+		round = prev + 1
+		if round == 0 {
+			round = 1
+		}
+	}
+	flows, err := p.bridge.DumpFlows(ctx, of.FlowFilter{})
+	if err != nil {
+		return fmt.Errorf("dumping existing flows: %w", err)
+	}
+	type rc struct {
+		round uint16
+		cat   pipeline.Category
+	}
+	staleSet := map[rc]bool{}
+	for _, f := range flows {
+		cat, r := pipeline.CookieCategory(f.Cookie), pipeline.CookieRound(f.Cookie)
+		for _, c := range ourCategories {
+			if cat == c && r != round {
+				staleSet[rc{r, cat}] = true
+			}
+		}
+	}
+	var stale []rc
+	for k := range staleSet {
+		stale = append(stale, k)
+	}
+	sort.Slice(stale, func(i, j int) bool {
+		if stale[i].round != stale[j].round {
+			return stale[i].round < stale[j].round
+		}
+		return stale[i].cat < stale[j].cat
+	})
+	p.stale = nil
+	for _, s := range stale {
+		p.stale = append(p.stale, of.Op{Kind: of.DeleteFlows, Flow: &of.Flow{
+			Cookie:     pipeline.Cookie(s.round, s.cat, 0),
+			CookieMask: pipeline.RoundMask | pipeline.CategoryMask,
+		}})
+	}
+	groups, err := p.bridge.DumpGroups(ctx)
+	if err != nil {
+		return fmt.Errorf("dumping existing groups: %w", err)
+	}
+	for _, g := range groups {
+		p.state.preexisting[g.ID] = true
+	}
+	p.round = round
+	klog.InfoS("Starting flow round", "round", round, "previousRound", prev, "staleRounds", len(stale), "existingGroups", len(groups))
+	return nil
+}
+
+func (p *Proxier) nodeConfig() pipeline.NodeConfig {
+	return pipeline.NodeConfig{
+		Round:             p.round,
+		IPv4:              p.opts.Families.IPv4,
+		IPv6:              p.opts.Families.IPv6,
+		GatewayOFPort:     p.opts.GatewayOFPort,
+		GatewayIPv4:       p.opts.GatewayIPv4,
+		GatewayIPv6:       p.opts.GatewayIPv6,
+		NodePortAddresses: nodePortAddresses(p.node, p.opts.NodePortAddresses, p.opts.Families),
+	}
+}
+
+func ownerOf(name model.ServicePortName, ipv6 bool) owner {
+	fam := "v4"
+	if ipv6 {
+		fam = "v6"
+	}
+	return owner(name.String() + "/" + fam)
+}
+
+// desired is what one Service needs: per owner, its group and flows.
+type desired struct {
+	owner owner
+	port  model.ServicePort
+	ipv6  bool
+	flows pipeline.ServicePortFlows
+}
+
+// computeService returns the desired state of one Service (nil when it is gone or skipped).
+func (p *Proxier) computeService(nn types.NamespacedName) ([]desired, string) {
+	svc := p.services[nn]
+	if svc == nil {
+		return nil, "deleted"
+	}
+	if skip, why := model.ShouldSkipService(svc, p.opts.ServiceProxyName, p.opts.Skip); skip {
+		return nil, why
+	}
+	ports := model.ServicePortsFromService(svc, model.ConvertOptions{
+		ProxyLoadBalancerIPs: p.opts.ProxyLoadBalancerIPs, Served: p.opts.Families, NodeName: p.opts.NodeName})
+	eps := model.EndpointsForService(p.track.Endpoints.SlicesFor(nn), nn, p.opts.NodeName, p.opts.Families)
+	n := p.nodeConfig()
+	var out []desired
+	for _, sp := range ports {
+		for _, ipv6 := range []bool{false, true} {
+			if !hasFamily(sp.ClusterIPs, ipv6) {
+				continue
+			}
+			o := ownerOf(sp.Name, ipv6)
+			flows := pipeline.ServicePort(n, pipeline.ServicePortInput{
+				Port: sp, Endpoints: eps[sp.Name], IPv6: ipv6, GroupID: p.groups.get(o)})
+			out = append(out, desired{owner: o, port: sp, ipv6: ipv6, flows: flows})
+		}
+	}
+	return out, ""
+}
+
+func hasFamily(ips []netip.Addr, ipv6 bool) bool {
+	for _, ip := range ips {
+		if ip.Is6() == ipv6 {
+			return true
+		}
+	}
+	return false
+}
+
+// syncOnce drains the trackers and installs the difference. On failure nothing is recorded as
+// installed and the same Services are retried by the next sync.
+func (p *Proxier) syncOnce(ctx context.Context, full bool) error {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	start := p.opts.Clock.Now()
+	if !p.started {
+		if err := p.start(ctx); err != nil {
+			p.syncErr = err
+			klog.ErrorS(err, "Proxier start-up failed; will retry")
+			return err
+		}
+		p.started = true
+		full = true
+	}
+	drained := p.track.Drain()
+	for nn, ch := range drained.ServiceChanges {
+		if ch.Current == nil {
+			delete(p.services, nn)
+		} else {
+			p.services[nn] = ch.Current
+		}
+	}
+	p.dirty = p.dirty.Union(drained.Services())
+	first := p.syncs == 0
+	if full {
+		for nn := range p.services {
+			p.dirty.Insert(nn)
+		}
+		for nn := range p.svcOwners {
+			p.dirty.Insert(nn)
+		}
+	}
+	tx := p.state.begin()
+	if full || p.baseDirty {
+		tx.set(baseOwner, nil, pipeline.BaseFlows(p.nodeConfig()))
+	}
+	newOwners := map[types.NamespacedName][]owner{}
+	var released []owner
+	computed := map[types.NamespacedName][]desired{}
+	for _, nn := range sortedNames(p.dirty) {
+		want, _ := p.computeService(nn)
+		computed[nn] = want
+		keep := map[owner]bool{}
+		for _, d := range want {
+			keep[d.owner] = true
+			flows := append(append([]of.Flow(nil), d.flows.Flows...), d.flows.EndpointFlows...)
+			tx.set(d.owner, d.flows.Group, flows)
+			newOwners[nn] = append(newOwners[nn], d.owner)
+		}
+		for _, o := range p.svcOwners[nn] {
+			if !keep[o] {
+				tx.set(o, nil, nil)
+				released = append(released, o)
+			}
+		}
+	}
+	if first {
+		tx.extraDeletes = p.stale
+		used := map[uint32]bool{}
+		for _, g := range tx.groups {
+			if g != nil {
+				used[g.ID] = true
+			}
+		}
+		for id := range p.state.preexisting {
+			if !used[id] {
+				tx.dropPreexisting = append(tx.dropPreexisting, id)
+			}
+		}
+		sort.Slice(tx.dropPreexisting, func(i, j int) bool { return tx.dropPreexisting[i] < tx.dropPreexisting[j] })
+	}
+	ops := tx.ops()
+	if len(ops) > 0 {
+		if err := p.bridge.Apply(ctx, ops); err != nil {
+			p.syncErr = err
+			klog.ErrorS(err, "Installing flows failed; will retry", "services", p.dirty.Len(), "ops", len(ops))
+			return err
+		}
+	}
+	tx.commit()
+	if first {
+		p.stale = nil
+		if err := p.rounds.SaveRound(ctx, p.round); err != nil {
+			// The flows are installed; a lost round only means the next start also cleans this one.
+			klog.ErrorS(err, "Saving flow round failed", "round", p.round)
+		}
+	}
+	for _, o := range released {
+		p.groups.release(o)
+	}
+	now := p.opts.Clock.Now()
+	for nn, want := range computed {
+		if len(newOwners[nn]) == 0 {
+			delete(p.svcOwners, nn)
+			delete(p.status, nn)
+			continue
+		}
+		p.svcOwners[nn] = newOwners[nn]
+		p.status[nn] = p.makeStatus(want, now)
+	}
+	p.dirty = sets.New[types.NamespacedName]()
+	p.baseDirty = false
+	p.syncErr = nil
+	p.lastSync = now
+	p.syncs++
+	klog.V(2).InfoS("Synced", "full", full, "services", len(computed), "ops", len(ops), "duration", now.Sub(start))
+	return nil
+}
+
+func sortedNames(s sets.Set[types.NamespacedName]) []types.NamespacedName {
+	out := s.UnsortedList()
+	sort.Slice(out, func(i, j int) bool { return out[i].String() < out[j].String() })
+	return out
+}

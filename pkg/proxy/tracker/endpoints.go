@@ -1,0 +1,202 @@
+package tracker
+
+import (
+	"sort"
+	"sync"
+	"time"
+
+	v1 "k8s.io/api/core/v1"
+	discovery "k8s.io/api/discovery/v1"
+	"k8s.io/apimachinery/pkg/api/equality"
+	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/apimachinery/pkg/util/sets"
+	"k8s.io/klog/v2"
+)
+
+// EndpointsChangeTracker keeps the current EndpointSlices of every Service and the Services
+// whose slices changed since the last drain. Slices are attributed to the Service named by their
+// kubernetes.io/service-name label; slices without it are ignored. Its zero value is not usable:
+// use NewEndpointsChangeTracker. It is safe for concurrent use.
+type EndpointsChangeTracker struct {
+	onChange func()
+
+	mu sync.Mutex
+	// slices holds the current slices of each Service, by slice name.
+	slices map[types.NamespacedName]map[string]*discovery.EndpointSlice
+	// owners maps each stored slice (namespace and slice name) to the Service it is stored under.
+	owners map[types.NamespacedName]types.NamespacedName
+	dirty  sets.Set[types.NamespacedName]
+	// triggerTimes holds, per dirty Service, the latest last-change-trigger-time seen on one of
+	// its changed slices since the last drain.
+	triggerTimes map[types.NamespacedName]time.Time
+}
+
+// NewEndpointsChangeTracker returns an empty tracker. onChange, if not nil, is called (without
+// any lock held) after every event that marks a Service dirty.
+func NewEndpointsChangeTracker(onChange func()) *EndpointsChangeTracker {
+	return &EndpointsChangeTracker{
+		onChange:     onChange,
+		slices:       map[types.NamespacedName]map[string]*discovery.EndpointSlice{},
+		owners:       map[types.NamespacedName]types.NamespacedName{},
+		dirty:        sets.New[types.NamespacedName](),
+		triggerTimes: map[types.NamespacedName]time.Time{},
+	}
+}
+
+// OnEndpointSliceAdd records a created slice.
+func (t *EndpointsChangeTracker) OnEndpointSliceAdd(slice *discovery.EndpointSlice) {
+	t.apply(nil, slice)
+}
+
+// OnEndpointSliceUpdate records an updated slice. When the update moves the slice to another
+// Service (its service-name label changed), both Services become dirty.
+func (t *EndpointsChangeTracker) OnEndpointSliceUpdate(oldSlice, newSlice *discovery.EndpointSlice) {
+	t.apply(oldSlice, newSlice)
+}
+
+// OnEndpointSliceDelete records a deleted slice.
+func (t *EndpointsChangeTracker) OnEndpointSliceDelete(slice *discovery.EndpointSlice) {
+	t.apply(slice, nil)
+}
+
+func (t *EndpointsChangeTracker) apply(oldSlice, newSlice *discovery.EndpointSlice) {
+	if t.applyLocked(oldSlice, newSlice) && t.onChange != nil {
+		t.onChange()
+	}
+}
+
+func (t *EndpointsChangeTracker) applyLocked(oldSlice, newSlice *discovery.EndpointSlice) bool {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	ref := newSlice
+	if ref == nil {
+		ref = oldSlice
+	}
+	if ref == nil {
+		return false
+	}
+	id := types.NamespacedName{Namespace: ref.Namespace, Name: ref.Name}
+	// The tracker's own record of where the slice is stored is authoritative (not oldSlice's
+	// labels), so a missed or coalesced informer event cannot leave a stale copy behind.
+	prevOwner, had := t.owners[id]
+	if newSlice == nil {
+		if !had {
+			return false
+		}
+		t.removeLocked(id, prevOwner)
+		return true
+	}
+	newOwner, ok := owner(newSlice)
+	changed := false
+	if had && (!ok || prevOwner != newOwner) {
+		t.removeLocked(id, prevOwner)
+		had = false
+		changed = true
+	}
+	if !ok {
+		return changed
+	}
+	if had {
+		if cur := t.slices[newOwner][id.Name]; cur != nil && sameSlice(cur, newSlice) {
+			// Informer resync or a metadata-only update: nothing the proxier uses changed.
+			t.slices[newOwner][id.Name] = newSlice
+			return changed
+		}
+	}
+	if t.slices[newOwner] == nil {
+		t.slices[newOwner] = map[string]*discovery.EndpointSlice{}
+	}
+	t.slices[newOwner][id.Name] = newSlice
+	t.owners[id] = newOwner
+	t.dirty.Insert(newOwner)
+	t.recordTriggerTime(newOwner, newSlice)
+	return true
+}
+
+// removeLocked forgets slice id stored under Service svc and marks svc dirty.
+func (t *EndpointsChangeTracker) removeLocked(id, svc types.NamespacedName) {
+	delete(t.owners, id)
+	delete(t.slices[svc], id.Name)
+	if len(t.slices[svc]) == 0 {
+		delete(t.slices, svc)
+	}
+	t.dirty.Insert(svc)
+}
+
+func (t *EndpointsChangeTracker) recordTriggerTime(svc types.NamespacedName, slice *discovery.EndpointSlice) {
+	raw, ok := slice.Annotations[v1.EndpointsLastChangeTriggerTime]
+	if !ok || raw == "" {
+		return
+	}
+	ts, err := time.Parse(time.RFC3339Nano, raw)
+	if err != nil {
+		klog.V(4).InfoS("Ignoring unparseable last-change-trigger-time", "endpointSlice", klog.KObj(slice), "value", raw, "err", err)
+		return
+	}
+	if prev, ok := t.triggerTimes[svc]; !ok || ts.After(prev) {
+		t.triggerTimes[svc] = ts
+	}
+}
+
+// SlicesFor returns the current slices of a Service, sorted by name. The slices are shared with
+// the informer cache and must not be modified.
+func (t *EndpointsChangeTracker) SlicesFor(svc types.NamespacedName) []*discovery.EndpointSlice {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	byName := t.slices[svc]
+	if len(byName) == 0 {
+		return nil
+	}
+	out := make([]*discovery.EndpointSlice, 0, len(byName))
+	for _, s := range byName {
+		out = append(out, s)
+	}
+	sort.Slice(out, func(i, j int) bool { return out[i].Name < out[j].Name })
+	return out
+}
+
+// Services returns every Service that currently has at least one slice.
+func (t *EndpointsChangeTracker) Services() sets.Set[types.NamespacedName] {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	out := sets.New[types.NamespacedName]()
+	for svc := range t.slices {
+		out.Insert(svc)
+	}
+	return out
+}
+
+// Dirty returns the Services whose slices changed since the last drain, without clearing them.
+func (t *EndpointsChangeTracker) Dirty() sets.Set[types.NamespacedName] {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	return t.dirty.Clone()
+}
+
+// DrainDirty returns the Services whose slices changed since the last drain, with the latest
+// last-change-trigger-time seen for each (Services without a parseable annotation are absent
+// from the map), and clears both. The current slices are kept.
+func (t *EndpointsChangeTracker) DrainDirty() (sets.Set[types.NamespacedName], map[types.NamespacedName]time.Time) {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	dirty, times := t.dirty, t.triggerTimes
+	t.dirty = sets.New[types.NamespacedName]()
+	t.triggerTimes = map[types.NamespacedName]time.Time{}
+	return dirty, times
+}
+
+// owner returns the Service a slice belongs to.
+func owner(slice *discovery.EndpointSlice) (types.NamespacedName, bool) {
+	name := slice.Labels[discovery.LabelServiceName]
+	if name == "" {
+		return types.NamespacedName{}, false
+	}
+	return types.NamespacedName{Namespace: slice.Namespace, Name: name}, true
+}
+
+// sameSlice reports whether two versions of a slice are the same for the proxier.
+func sameSlice(a, b *discovery.EndpointSlice) bool {
+	return a.AddressType == b.AddressType &&
+		equality.Semantic.DeepEqual(a.Endpoints, b.Endpoints) &&
+		equality.Semantic.DeepEqual(a.Ports, b.Ports)
+}

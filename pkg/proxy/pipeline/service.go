@@ -138,7 +138,9 @@ func ipWords(ip netip.Addr) []of.RegMatch {
 	return words
 }
 
-func be32(b []byte) uint32 { return uint32(b[0])<<24 | uint32(b[1])<<16 | uint32(b[2])<<8 | uint32(b[3]) }
+func be32(b []byte) uint32 {
+	return uint32(b[0])<<24 | uint32(b[1])<<16 | uint32(b[2])<<8 | uint32(b[3])
+}
 
 func loadEndpointIP(ip netip.Addr) []of.Action {
 	var actions []of.Action

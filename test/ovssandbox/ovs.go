@@ -68,7 +68,10 @@ func (o *Instance) MgmtSocket(bridge string) string {
 
 // Options tune Start.
 type Options struct {
-	// NetNS runs the daemons inside this existing network namespace.
+	// NetNS runs the daemons inside this existing network namespace. When empty, Start creates a
+	// private namespace for the instance: the userspace datapath creates a tap device named
+	// "ovs-netdev" and internal ports named after their bridges, so two instances can only run
+	// side by side (for example two test packages at once) in different namespaces.
 	NetNS string
 }
 
@@ -81,8 +84,24 @@ func Start(t testing.TB, opts Options) *Instance {
 		t.Fatal(err)
 	}
 	o := &Instance{RunDir: dir, NetNS: opts.NetNS}
+	ownNS := ""
+	if o.NetNS == "" {
+		ownNS = "ovs" + filepath.Base(dir)[len("ovs-"):]
+		if len(ownNS) > 15 {
+			ownNS = ownNS[:15]
+		}
+		if out, err := exec.Command("ip", "netns", "add", ownNS).CombinedOutput(); err != nil {
+			_ = os.RemoveAll(dir)
+			t.Fatalf("creating network namespace %s for OVS: %v: %s", ownNS, err, out)
+		}
+		_ = exec.Command("ip", "-n", ownNS, "link", "set", "lo", "up").Run()
+		o.NetNS = ownNS
+	}
 	t.Cleanup(func() {
 		o.Stop()
+		if ownNS != "" {
+			_ = exec.Command("ip", "netns", "delete", ownNS).Run()
+		}
 		if t.Failed() {
 			for _, f := range []string{"ovsdb-server.log", "ovs-vswitchd.log"} {
 				if b, err := os.ReadFile(filepath.Join(dir, f)); err == nil {

@@ -1,0 +1,156 @@
+// Package agent wires antrea-agent together: it connects to OVSDB, ensures the bridge, builds
+// the OpenFlow bridge client and runs AntreaProxy with the settings of antrea-agent.conf.
+package agent
+
+import (
+	"context"
+	"fmt"
+	"net"
+	"net/netip"
+	"path/filepath"
+	"strconv"
+
+	"k8s.io/client-go/kubernetes"
+	"k8s.io/klog/v2"
+
+	"github.com/antrea-proxy/antrea-proxy/pkg/config"
+	"github.com/antrea-proxy/antrea-proxy/pkg/ovs/openflow/ofctl"
+	"github.com/antrea-proxy/antrea-proxy/pkg/ovs/ovsdb"
+	"github.com/antrea-proxy/antrea-proxy/pkg/proxy"
+	"github.com/antrea-proxy/antrea-proxy/pkg/proxy/model"
+)
+
+// roundKey is the bridge external_ids key that keeps the flow round across restarts.
+const roundKey = "antrea-proxy-round"
+
+// ovsdbRounds keeps the flow round in the bridge's external_ids.
+type ovsdbRounds struct {
+	db     *ovsdb.Client
+	bridge string
+}
+
+func (r ovsdbRounds) LoadRound(ctx context.Context) (uint16, bool, error) {
+	ids, err := r.db.BridgeExternalIDs(ctx, r.bridge)
+	if err != nil {
+		return 0, false, err
+	}
+	s, ok := ids[roundKey]
+	if !ok {
+		return 0, false, nil
+	}
+	n, err := strconv.ParseUint(s, 10, 16)
+	if err != nil {
+		klog.InfoS("Ignoring malformed flow round in bridge external_ids", "bridge", r.bridge, "key", roundKey, "value", s)
+		return 0, false, nil
+	}
+	return uint16(n), true, nil
+}
+
+func (r ovsdbRounds) SaveRound(ctx context.Context, round uint16) error {
+	return r.db.SetBridgeExternalIDs(ctx, r.bridge, map[string]string{roundKey: strconv.Itoa(int(round))})
+}
+
+// Components are the agent's long-lived parts, for callers that want to reach them (the API).
+type Components struct {
+	OVSDB   *ovsdb.Client
+	Proxier *proxy.Proxier
+}
+
+// Setup connects to OVS, ensures the bridge and builds the proxier.
+func Setup(ctx context.Context, cfg *config.AgentConfig) (*Components, error) {
+	endpoint := "unix:" + filepath.Join(cfg.OVSRunDir, "db.sock")
+	db, err := ovsdb.New(ctx, endpoint)
+	if err != nil {
+		return nil, fmt.Errorf("connecting to OVSDB at %s: %w", endpoint, err)
+	}
+	if err := db.EnsureBridge(ctx, ovsdb.BridgeConfig{Name: cfg.OVSBridge, DatapathType: cfg.OVSDatapathType}); err != nil {
+		db.Close()
+		return nil, err
+	}
+	klog.InfoS("Bridge ready", "bridge", cfg.OVSBridge, "datapathType", cfg.OVSDatapathType)
+	of := ofctl.New("unix:" + filepath.Join(cfg.OVSRunDir, cfg.OVSBridge+".mgmt"))
+	opts, err := proxyOptions(ctx, cfg, db)
+	if err != nil {
+		db.Close()
+		return nil, err
+	}
+	p, err := proxy.New(opts, of, ovsdbRounds{db: db, bridge: cfg.OVSBridge})
+	if err != nil {
+		db.Close()
+		return nil, err
+	}
+	return &Components{OVSDB: db, Proxier: p}, nil
+}
+
+func proxyOptions(ctx context.Context, cfg *config.AgentConfig, db *ovsdb.Client) (proxy.Options, error) {
+	ap := cfg.AntreaProxy
+	skip, err := model.ParseSkipSet(ap.SkipServices)
+	if err != nil {
+		return proxy.Options{}, err
+	}
+	prefixes, err := ap.NodePortPrefixes()
+	if err != nil {
+		return proxy.Options{}, err
+	}
+	opts := proxy.Options{
+		NodeName:             cfg.NodeName,
+		ProxyLoadBalancerIPs: ap.ProxyLoadBalancerIPsEnabled(),
+		ServiceProxyName:     ap.ServiceProxyName,
+		Skip:                 skip,
+		NodePortAddresses:    prefixes,
+		MinSyncInterval:      ap.MinSyncInterval.Duration,
+		FullSyncPeriod:       ap.FullSyncPeriod.Duration,
+	}
+	// The host gateway is optional: without it, external connections are not SNATed.
+	if port, err := db.GetOFPort(ctx, cfg.HostGateway); err == nil {
+		opts.GatewayOFPort = uint32(port)
+		opts.GatewayIPv4, opts.GatewayIPv6 = interfaceAddrs(cfg.HostGateway)
+	} else {
+		klog.InfoS("No host gateway port; external Service traffic will not be SNATed", "gateway", cfg.HostGateway, "reason", err)
+	}
+	return opts, nil
+}
+
+// interfaceAddrs returns the first global IPv4 and IPv6 address of a host interface.
+func interfaceAddrs(name string) (v4, v6 netip.Addr) {
+	iface, err := net.InterfaceByName(name)
+	if err != nil {
+		return
+	}
+	addrs, err := iface.Addrs()
+	if err != nil {
+		return
+	}
+	for _, a := range addrs {
+		ipn, ok := a.(*net.IPNet)
+		if !ok {
+			continue
+		}
+		ip, ok := netip.AddrFromSlice(ipn.IP)
+		if !ok || !ip.IsGlobalUnicast() {
+			continue
+		}
+		ip = ip.Unmap()
+		if ip.Is4() && !v4.IsValid() {
+			v4 = ip
+		} else if ip.Is6() && !v6.IsValid() {
+			v6 = ip
+		}
+	}
+	return
+}
+
+// Run sets the agent up and runs the proxier until ctx is done.
+func Run(ctx context.Context, cfg *config.AgentConfig, client kubernetes.Interface) error {
+	c, err := Setup(ctx, cfg)
+	if err != nil {
+		return err
+	}
+	defer c.OVSDB.Close()
+	if !cfg.AntreaProxy.Enabled() {
+		klog.InfoS("AntreaProxy is disabled (antreaProxy.enable=false); nothing to do")
+		<-ctx.Done()
+		return nil
+	}
+	return c.Proxier.Run(ctx, client)
+}

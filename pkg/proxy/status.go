@@ -5,6 +5,7 @@ import (
 
 	"k8s.io/apimachinery/pkg/types"
 
+	of "github.com/antrea-proxy/antrea-proxy/pkg/ovs/openflow"
 	"github.com/antrea-proxy/antrea-proxy/pkg/proxy/model"
 )
 
@@ -16,12 +17,19 @@ type serviceStatus struct {
 
 // PortStatus describes one Service port in one family as installed.
 type PortStatus struct {
-	Port      model.ServicePort
-	IPv6      bool
-	GroupID   uint32 // 0 when the port has no endpoint (traffic dropped)
-	Endpoints int    // endpoints in the group
-	Flows     int    // flows owned (including shared endpoint flows)
+	Port    model.ServicePort
+	IPv6    bool
+	GroupID uint32 // 0 when the port has no endpoint (traffic dropped)
+	// Buckets is the number of endpoints in the group (those that receive new connections).
+	Buckets   int
+	Endpoints EndpointCounts
+	Flows     int // flows owned (including shared endpoint flows)
 	Cookie    uint64
+}
+
+// EndpointCounts counts a Service port's endpoints of one family.
+type EndpointCounts struct {
+	Total, Local, Ready, Serving, Terminating int
 }
 
 // ServiceStatus is the installed state of one Service.
@@ -35,9 +43,23 @@ func (p *Proxier) makeStatus(want []desired, now time.Time) *serviceStatus {
 	st := &serviceStatus{lastSync: now}
 	for _, d := range want {
 		ps := PortStatus{Port: d.port, IPv6: d.ipv6, Flows: p.state.flowCount(d.owner)}
+		for _, ep := range d.endpoints {
+			if ep.IP.Is6() != d.ipv6 {
+				continue
+			}
+			ps.Endpoints.Total++
+			for _, c := range []struct {
+				set bool
+				n   *int
+			}{{ep.Local, &ps.Endpoints.Local}, {ep.Ready, &ps.Endpoints.Ready}, {ep.Serving, &ps.Endpoints.Serving}, {ep.Terminating, &ps.Endpoints.Terminating}} {
+				if c.set {
+					*c.n++
+				}
+			}
+		}
 		if d.flows.Group != nil {
 			ps.GroupID = d.flows.Group.ID
-			ps.Endpoints = len(d.flows.Group.Buckets)
+			ps.Buckets = len(d.flows.Group.Buckets)
 		}
 		if len(d.flows.Flows) > 0 {
 			ps.Cookie = d.flows.Flows[0].Cookie
@@ -63,4 +85,31 @@ func (p *Proxier) Round() uint16 {
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	return p.round
+}
+
+// ServiceFlows returns the flows and groups installed for one Service: its ServiceLB flows, its
+// NodePort, LB and ExternalIP flows, the endpoint DNAT flows it uses, and its groups.
+func (p *Proxier) ServiceFlows(nn types.NamespacedName) ([]of.Flow, []of.Group) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	var flows []of.Flow
+	var groups []of.Group
+	for _, o := range p.svcOwners[nn] {
+		for _, key := range p.state.owned[o] {
+			if e := p.state.flows[key]; e != nil {
+				flows = append(flows, e.flow)
+			}
+		}
+		if g := p.state.groups[o]; g != nil {
+			groups = append(groups, *g)
+		}
+	}
+	return flows, groups
+}
+
+// SyncState reports the last successful sync time and the last error (nil after a success).
+func (p *Proxier) SyncState() (last time.Time, err error, syncs int) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	return p.lastSync, p.syncErr, p.syncs
 }

@@ -99,10 +99,11 @@ func ownerOf(name model.ServicePortName, ipv6 bool) owner {
 
 // desired is what one Service needs: per owner, its group and flows.
 type desired struct {
-	owner owner
-	port  model.ServicePort
-	ipv6  bool
-	flows pipeline.ServicePortFlows
+	owner     owner
+	port      model.ServicePort
+	endpoints []model.Endpoint
+	ipv6      bool
+	flows     pipeline.ServicePortFlows
 }
 
 // computeService returns the desired state of one Service (nil when it is gone or skipped).
@@ -127,7 +128,7 @@ func (p *Proxier) computeService(nn types.NamespacedName) ([]desired, string) {
 			o := ownerOf(sp.Name, ipv6)
 			flows := pipeline.ServicePort(n, pipeline.ServicePortInput{
 				Port: sp, Endpoints: eps[sp.Name], IPv6: ipv6, GroupID: p.groups.get(o)})
-			out = append(out, desired{owner: o, port: sp, ipv6: ipv6, flows: flows})
+			out = append(out, desired{owner: o, port: sp, endpoints: eps[sp.Name], ipv6: ipv6, flows: flows})
 		}
 	}
 	return out, ""

@@ -8,7 +8,7 @@ import (
 
 	of "github.com/antrea-proxy/antrea-proxy/pkg/ovs/openflow"
 	"github.com/antrea-proxy/antrea-proxy/pkg/proxy/model"
-	"github.com/antrea-proxy/antrea-proxy/pkg/proxy/pipeline"
+	"github.com/antrea-proxy/antrea-proxy/pkg/pipeline"
 )
 
 // lbFlows returns the ServiceLB flows whose destination is ip.

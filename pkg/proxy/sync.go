@@ -12,7 +12,7 @@ import (
 
 	of "github.com/antrea-proxy/antrea-proxy/pkg/ovs/openflow"
 	"github.com/antrea-proxy/antrea-proxy/pkg/proxy/model"
-	"github.com/antrea-proxy/antrea-proxy/pkg/proxy/pipeline"
+	"github.com/antrea-proxy/antrea-proxy/pkg/pipeline"
 )
 
 // ourCategories are the cookie categories this proxier owns and cleans up across rounds.

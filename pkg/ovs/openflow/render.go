@@ -10,19 +10,23 @@ import (
 // prints, so a rendered flow and a dumped flow read alike. Every function here is canonical: the
 // same model always renders to the same text.
 
-// FormatFlow renders a flow as ovs-ofctl's add-flow syntax:
-// "table=T,priority=P,cookie=0xC,<match> actions=<actions>".
+// FormatFlow renders a flow as ovs-ofctl's add-flow syntax, in the order dump-flows prints it:
+// "cookie=0xC,table=T,priority=P[,idle_timeout=I][,hard_timeout=H],<match> actions=<actions>".
 func FormatFlow(f *Flow) string {
 	var b strings.Builder
-	b.WriteString(FormatFlowKey(f))
 	if f.Cookie != 0 {
-		fmt.Fprintf(&b, ",cookie=%#x", f.Cookie)
+		fmt.Fprintf(&b, "cookie=%#x,", f.Cookie)
 	}
+	fmt.Fprintf(&b, "table=%d,priority=%d", f.Table, f.Priority)
 	if f.IdleTimeout != 0 {
 		fmt.Fprintf(&b, ",idle_timeout=%d", f.IdleTimeout)
 	}
 	if f.HardTimeout != 0 {
 		fmt.Fprintf(&b, ",hard_timeout=%d", f.HardTimeout)
+	}
+	if m := FormatMatch(&f.Match); m != "" {
+		b.WriteString(",")
+		b.WriteString(m)
 	}
 	b.WriteString(" actions=")
 	b.WriteString(FormatActions(f.Actions))
@@ -54,16 +58,26 @@ func FormatMatch(m *Match) string {
 	if m.PktMark != nil {
 		p = append(p, "pkt_mark="+formatMasked32(*m.PktMark))
 	}
-	if m.CtState != nil {
+	if m.CtState != nil && *m.CtState != (CtState{}) {
 		p = append(p, "ct_state="+FormatCtState(*m.CtState))
 	}
 	if m.CtMark != nil {
 		p = append(p, "ct_mark="+formatMasked32(*m.CtMark))
 	}
-	if proto := protocolKeyword(m.EthType, m.IPProto); proto != "" {
+	// rawProto is set when the IP protocol has no shorthand and OVS spells it "nw_proto=N"
+	// after the addresses.
+	rawProto := false
+	switch proto := protocolKeyword(m.EthType, m.IPProto); {
+	case proto != "":
 		p = append(p, proto)
-	} else if m.EthType != EthTypeAny {
-		p = append(p, fmt.Sprintf("dl_type=%#06x", uint16(m.EthType)))
+	case m.EthType == EthTypeIP || m.EthType == EthTypeIPv6:
+		p = append(p, protocolKeyword(m.EthType, ProtoAny))
+		rawProto = m.IPProto != ProtoAny
+	case m.EthType != EthTypeAny:
+		p = append(p, fmt.Sprintf("dl_type=0x%04x", uint16(m.EthType)))
+		rawProto = m.IPProto != ProtoAny
+	default:
+		rawProto = m.IPProto != ProtoAny
 	}
 	for _, r := range m.Regs {
 		p = append(p, fmt.Sprintf("reg%d=%s", r.Reg, formatMasked32(Masked32{r.Value, r.Mask})))
@@ -72,7 +86,7 @@ func FormatMatch(m *Match) string {
 		p = append(p, fmt.Sprintf("xxreg%d=%s", r.XXReg, formatMasked128(r.Value, r.Mask)))
 	}
 	if m.InPort != 0 {
-		p = append(p, "in_port="+strconv.FormatUint(uint64(m.InPort), 10))
+		p = append(p, "in_port="+formatPort(m.InPort))
 	}
 	if len(m.EthSrc) != 0 {
 		p = append(p, "dl_src="+m.EthSrc.String())
@@ -84,17 +98,23 @@ func FormatMatch(m *Match) string {
 	if m.EthType == EthTypeIPv6 {
 		srcKey, dstKey = "ipv6_src", "ipv6_dst"
 	}
-	if m.Src.IsValid() {
-		p = append(p, srcKey+"="+formatPrefix(m.Src.Addr().String(), m.Src.Bits(), m.Src.Addr().BitLen()))
+	// OVS prints prefixes with the host bits cleared and leaves out a /0 prefix entirely.
+	if m.Src.IsValid() && m.Src.Bits() > 0 {
+		src := m.Src.Masked()
+		p = append(p, srcKey+"="+formatPrefix(src.Addr().String(), src.Bits(), src.Addr().BitLen()))
 	}
-	if m.Dst.IsValid() {
-		p = append(p, dstKey+"="+formatPrefix(m.Dst.Addr().String(), m.Dst.Bits(), m.Dst.Addr().BitLen()))
+	if m.Dst.IsValid() && m.Dst.Bits() > 0 {
+		dst := m.Dst.Masked()
+		p = append(p, dstKey+"="+formatPrefix(dst.Addr().String(), dst.Bits(), dst.Addr().BitLen()))
 	}
 	if m.ARPTPA.IsValid() {
 		p = append(p, "arp_tpa="+m.ARPTPA.String())
 	}
 	if m.ARPOp != 0 {
 		p = append(p, "arp_op="+strconv.Itoa(int(m.ARPOp)))
+	}
+	if rawProto {
+		p = append(p, "nw_proto="+strconv.Itoa(int(m.IPProto)))
 	}
 	if m.TpSrc != 0 {
 		p = append(p, "tp_src="+strconv.Itoa(int(m.TpSrc)))
@@ -103,6 +123,14 @@ func FormatMatch(m *Match) string {
 		p = append(p, "tp_dst="+strconv.Itoa(int(m.TpDst)))
 	}
 	return strings.Join(p, ",")
+}
+
+// formatPort renders a port number, using OVS's name for the LOCAL port.
+func formatPort(p uint32) string {
+	if p == PortLocal {
+		return "LOCAL"
+	}
+	return strconv.FormatUint(uint64(p), 10)
 }
 
 func formatPrefix(addr string, bits, bitLen int) string {
@@ -152,16 +180,27 @@ func protocolKeyword(et EthType, proto IPProto) string {
 	return ""
 }
 
+// cHex renders v the way C's "%#x" does, which is how OVS prints hex values: "0" for zero,
+// "0x1f" otherwise.
+func cHex(v uint64) string {
+	if v == 0 {
+		return "0"
+	}
+	return "0x" + strconv.FormatUint(v, 16)
+}
+
+// formatMasked32 renders value/mask as OVS does: the value is printed with the mask applied,
+// and an exact mask is left out.
 func formatMasked32(m Masked32) string {
 	if m.Mask == 0 || m.Mask == ^uint32(0) {
-		return fmt.Sprintf("%#x", m.Value)
+		return cHex(uint64(m.Value))
 	}
-	return fmt.Sprintf("%#x/%#x", m.Value, m.Mask)
+	return cHex(uint64(m.Value&m.Mask)) + "/" + cHex(uint64(m.Mask))
 }
 
 func formatUint128(v Uint128) string {
 	if v.Hi == 0 {
-		return fmt.Sprintf("%#x", v.Lo)
+		return cHex(v.Lo)
 	}
 	return fmt.Sprintf("%#x%016x", v.Hi, v.Lo)
 }
@@ -170,7 +209,7 @@ func formatMasked128(v, m Uint128) string {
 	if m == (Uint128{}) || m == (Uint128{^uint64(0), ^uint64(0)}) {
 		return formatUint128(v)
 	}
-	return formatUint128(v) + "/" + formatUint128(m)
+	return formatUint128(Uint128{v.Hi & m.Hi, v.Lo & m.Lo}) + "/" + formatUint128(m)
 }
 
 var ctStateNames = []struct {
@@ -181,8 +220,26 @@ var ctStateNames = []struct {
 	{CtInv, "inv"}, {CtTrk, "trk"}, {CtSNAT, "snat"}, {CtDNAT, "dnat"},
 }
 
-// FormatCtState renders conntrack state flags in OVS's bit order, e.g. "+new-est+trk".
+// FormatCtState renders conntrack state flags in OVS's bit order, e.g. "+new-est+trk". Like
+// OVS, it prints a state that specifies every flag as the set flags joined by "|"
+// ("new|trk|snat|dnat"), or "0" when every flag must be clear.
 func FormatCtState(s CtState) string {
+	var all CtStateFlags
+	for _, n := range ctStateNames {
+		all |= n.flag
+	}
+	if (s.Set|s.Unset)&all == all && s.Set&s.Unset == 0 {
+		if s.Set == 0 {
+			return "0"
+		}
+		var names []string
+		for _, n := range ctStateNames {
+			if s.Set&n.flag != 0 {
+				names = append(names, n.name)
+			}
+		}
+		return strings.Join(names, "|")
+	}
 	var b strings.Builder
 	for _, n := range ctStateNames {
 		switch {
@@ -231,6 +288,9 @@ func FormatAction(a Action) string {
 	case Learn:
 		return formatLearn(a)
 	case Output:
+		if a.Port == PortLocal {
+			return "LOCAL"
+		}
 		return fmt.Sprintf("output:%d", a.Port)
 	case OutputInPort:
 		return "IN_PORT"
@@ -252,7 +312,9 @@ func formatCT(a CT) string {
 	if a.HasTable {
 		p = append(p, fmt.Sprintf("table=%d", a.Table))
 	}
-	p = append(p, fmt.Sprintf("zone=%d", a.Zone))
+	if a.Zone != 0 {
+		p = append(p, fmt.Sprintf("zone=%d", a.Zone))
+	}
 	if a.NAT != nil {
 		p = append(p, formatNAT(*a.NAT))
 	}
@@ -274,11 +336,12 @@ func formatNAT(n NAT) string {
 	if n.Kind == NATSrc {
 		kind = "src"
 	}
+	// OVS brackets an IPv6 address only when a port follows it.
 	addr := n.Addr.String()
-	if n.Addr.Is6() {
-		addr = "[" + addr + "]"
-	}
 	if n.Port != 0 {
+		if n.Addr.Is6() {
+			addr = "[" + addr + "]"
+		}
 		addr += ":" + strconv.Itoa(int(n.Port))
 	}
 	return "nat(" + kind + "=" + addr + ")"
@@ -310,7 +373,9 @@ func formatLearn(l Learn) string {
 	if l.FinHardTimeout != 0 {
 		p = append(p, fmt.Sprintf("fin_hard_timeout=%d", l.FinHardTimeout))
 	}
-	p = append(p, fmt.Sprintf("priority=%d", l.Priority))
+	if l.Priority != defaultPriority {
+		p = append(p, fmt.Sprintf("priority=%d", l.Priority))
+	}
 	if l.DeleteLearned {
 		p = append(p, "delete_learned")
 	}
@@ -326,35 +391,42 @@ func formatLearn(l Learn) string {
 	for _, s := range l.Specs {
 		switch s.Kind {
 		case LearnMatch:
-			if s.Src.Field == "" {
-				p = append(p, FormatSubfield(s.Dst))
+			dst := FormatSubfield(s.Dst)
+			if src := FormatSubfield(s.Src); s.Src.Field == "" || src == dst {
+				p = append(p, dst)
 			} else {
-				p = append(p, FormatSubfield(s.Dst)+"="+FormatSubfield(s.Src))
+				p = append(p, dst+"="+src)
 			}
 		case LearnMatchValue:
-			p = append(p, fmt.Sprintf("%s=%#x", FormatSubfield(s.Dst), s.Value))
+			p = append(p, formatLearnMatchValue(s))
 		case LearnLoad:
 			p = append(p, "load:"+FormatSubfield(s.Src)+"->"+FormatSubfield(s.Dst))
 		case LearnLoadValue:
-			p = append(p, fmt.Sprintf("load:%#x->%s", s.Value, FormatSubfield(s.Dst)))
+			p = append(p, "load:"+cHex(s.Value)+"->"+FormatSubfield(s.Dst))
 		}
 	}
 	return "learn(" + strings.Join(p, ",") + ")"
 }
 
+// formatController renders a controller action as OVS prints it: the short CONTROLLER:N form
+// when only max_len is set, otherwise controller(...) without the default reason (action) and
+// max_len (65535).
 func formatController(c Controller) string {
-	if c.Reason == "" && c.MaxLen == 0 && len(c.UserData) == 0 && !c.Pause {
-		return "CONTROLLER:65535"
-	}
-	var p []string
-	if c.Reason != "" {
-		p = append(p, "reason="+c.Reason)
-	}
 	maxLen := c.MaxLen
 	if maxLen == 0 {
 		maxLen = 65535
 	}
-	p = append(p, fmt.Sprintf("max_len=%d", maxLen))
+	defaultReason := c.Reason == "" || c.Reason == "action"
+	if defaultReason && len(c.UserData) == 0 && !c.Pause {
+		return fmt.Sprintf("CONTROLLER:%d", maxLen)
+	}
+	var p []string
+	if !defaultReason {
+		p = append(p, "reason="+c.Reason)
+	}
+	if maxLen != 65535 {
+		p = append(p, fmt.Sprintf("max_len=%d", maxLen))
+	}
 	if len(c.UserData) > 0 {
 		hex := make([]string, len(c.UserData))
 		for i, b := range c.UserData {
@@ -368,9 +440,27 @@ func formatController(c Controller) string {
 	return "controller(" + strings.Join(p, ",") + ")"
 }
 
-// FormatBucket renders one bucket: "bucket=bucket_id:N,weight:W,actions=...".
+// FormatBucket renders one bucket of a select group: "bucket=bucket_id:N,weight:W,actions=...".
+// Like OVS, it leaves out the default select-group weight of 1.
 func FormatBucket(b *Bucket) string {
-	return fmt.Sprintf("bucket=bucket_id:%d,weight:%d,actions=%s", b.ID, b.Weight, FormatActions(b.Actions))
+	return formatBucket(b, GroupTypeSelect)
+}
+
+func formatBucket(b *Bucket, typ GroupType) string {
+	s := fmt.Sprintf("bucket=bucket_id:%d", b.ID)
+	if b.Weight != defaultBucketWeight(typ) {
+		s += fmt.Sprintf(",weight:%d", b.Weight)
+	}
+	return s + ",actions=" + FormatActions(b.Actions)
+}
+
+// defaultBucketWeight is the weight OVS gives (and leaves out when printing) a bucket without
+// an explicit weight: 1 in a select group, 0 otherwise.
+func defaultBucketWeight(typ GroupType) uint16 {
+	if typ == "" || typ == GroupTypeSelect {
+		return 1
+	}
+	return 0
 }
 
 // FormatGroupHeader renders a group without its buckets.
@@ -381,8 +471,21 @@ func FormatGroupHeader(g *Group) string {
 	}
 	s := fmt.Sprintf("group_id=%d,type=%s", g.ID, typ)
 	if typ == GroupTypeSelect {
-		s += ",selection_method=hash"
-		if len(g.HashFields) > 0 {
+		method := g.SelectionMethod
+		if method == "" {
+			method = "hash"
+		}
+		if method != "default" {
+			s += ",selection_method=" + method
+		}
+		if g.SelectionParam != 0 {
+			s += fmt.Sprintf(",selection_method_param=%d", g.SelectionParam)
+		}
+		switch len(g.HashFields) {
+		case 0:
+		case 1:
+			s += ",fields=" + g.HashFields[0]
+		default:
 			s += ",fields(" + strings.Join(g.HashFields, ",") + ")"
 		}
 	}
@@ -393,9 +496,13 @@ func FormatGroupHeader(g *Group) string {
 func FormatGroup(g *Group) string {
 	var b strings.Builder
 	b.WriteString(FormatGroupHeader(g))
+	typ := g.Type
+	if typ == "" {
+		typ = GroupTypeSelect
+	}
 	for i := range g.Buckets {
 		b.WriteByte(',')
-		b.WriteString(FormatBucket(&g.Buckets[i]))
+		b.WriteString(formatBucket(&g.Buckets[i], typ))
 	}
 	return b.String()
 }

@@ -130,4 +130,10 @@ type Group struct {
 	Type       GroupType
 	HashFields []string // e.g. "ip_src", "ip_dst", "tcp_dst", "tcp_src"
 	Buckets    []Bucket
+	// SelectionMethod is the select group's selection method. Empty means "hash", which is
+	// what the agent uses; ParseGroup returns "hash" as empty, and returns "default" for a
+	// select group that OVS printed without any selection_method (FormatGroup then omits it).
+	SelectionMethod string
+	// SelectionParam is the selection_method_param (a hash basis); zero is omitted.
+	SelectionParam uint64
 }

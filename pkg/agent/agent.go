@@ -8,47 +8,17 @@ import (
 	"net"
 	"net/netip"
 	"path/filepath"
-	"strconv"
 
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/klog/v2"
 
+	"github.com/antrea-proxy/antrea-proxy/pkg/agent/apiserver"
 	"github.com/antrea-proxy/antrea-proxy/pkg/config"
 	"github.com/antrea-proxy/antrea-proxy/pkg/ovs/openflow/ofctl"
 	"github.com/antrea-proxy/antrea-proxy/pkg/ovs/ovsdb"
 	"github.com/antrea-proxy/antrea-proxy/pkg/proxy"
 	"github.com/antrea-proxy/antrea-proxy/pkg/proxy/model"
 )
-
-// roundKey is the bridge external_ids key that keeps the flow round across restarts.
-const roundKey = "antrea-proxy-round"
-
-// ovsdbRounds keeps the flow round in the bridge's external_ids.
-type ovsdbRounds struct {
-	db     *ovsdb.Client
-	bridge string
-}
-
-func (r ovsdbRounds) LoadRound(ctx context.Context) (uint16, bool, error) {
-	ids, err := r.db.BridgeExternalIDs(ctx, r.bridge)
-	if err != nil {
-		return 0, false, err
-	}
-	s, ok := ids[roundKey]
-	if !ok {
-		return 0, false, nil
-	}
-	n, err := strconv.ParseUint(s, 10, 16)
-	if err != nil {
-		klog.InfoS("Ignoring malformed flow round in bridge external_ids", "bridge", r.bridge, "key", roundKey, "value", s)
-		return 0, false, nil
-	}
-	return uint16(n), true, nil
-}
-
-func (r ovsdbRounds) SaveRound(ctx context.Context, round uint16) error {
-	return r.db.SetBridgeExternalIDs(ctx, r.bridge, map[string]string{roundKey: strconv.Itoa(int(round))})
-}
 
 // Components are the agent's long-lived parts, for callers that want to reach them (the API).
 type Components struct {
@@ -74,7 +44,7 @@ func Setup(ctx context.Context, cfg *config.AgentConfig) (*Components, error) {
 		db.Close()
 		return nil, err
 	}
-	p, err := proxy.New(opts, of, ovsdbRounds{db: db, bridge: cfg.OVSBridge})
+	p, err := proxy.New(opts, of, ovsdb.RoundStore{Client: db, Bridge: cfg.OVSBridge})
 	if err != nil {
 		db.Close()
 		return nil, err
@@ -147,6 +117,15 @@ func Run(ctx context.Context, cfg *config.AgentConfig, client kubernetes.Interfa
 		return err
 	}
 	defer c.OVSDB.Close()
+	apiOpts := apiserver.Options{Config: cfg, OVS: c.OVSDB}
+	if cfg.AntreaProxy.Enabled() {
+		apiOpts.Services = c.Proxier
+	}
+	api, err := apiserver.Start(ctx, apiOpts)
+	if err != nil {
+		return fmt.Errorf("starting the agent API: %w", err)
+	}
+	defer api.Close()
 	if !cfg.AntreaProxy.Enabled() {
 		klog.InfoS("AntreaProxy is disabled (antreaProxy.enable=false); nothing to do")
 		<-ctx.Done()

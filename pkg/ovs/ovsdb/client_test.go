@@ -227,7 +227,9 @@ func TestPatchPorts(t *testing.T) {
 	require.Equal(t, "patch", vsctl(t, o, "get", "interface", p1, "type"))
 	require.Equal(t, p2, vsctl(t, o, "get", "interface", p1, "options:peer"))
 	require.Equal(t, p1, vsctl(t, o, "get", "interface", p2, "options:peer"))
-	require.Equal(t, "[]", vsctl(t, o, "get", "interface", p1, "error"))
+	// ovs-vswitchd may report p1's peer as missing until its next reconfiguration after p2 exists.
+	require.Eventually(t, func() bool { return vsctl(t, o, "get", "interface", p1, "error") == "[]" },
+		5*time.Second, 20*time.Millisecond, "interface %s still reports an error", p1)
 
 	// A port cannot be ensured on a second bridge, and cannot be deleted from the wrong one.
 	_, err = c.EnsurePort(ctx, br2, ovsdb.PortConfig{Name: p1, Type: ovsdb.PortTypePatch, PeerName: p2})

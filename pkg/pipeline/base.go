@@ -80,7 +80,8 @@ func BaseFlows(n NodeConfig) []of.Flow {
 			Actions: []of.Action{of.GotoTable{Table: TableL3Forwarding}}},
 		gotoFlow(TableConntrackState, c, TableNodePortMark),
 		gotoFlow(TableNodePortMark, c, TableServiceLB),
-		gotoFlow(TableServiceLB, c, TableL3Forwarding),
+		gotoFlow(TableServiceLB, c, TableConntrackCommit),
+		gotoFlow(TableConntrackCommit, c, TableL3Forwarding),
 		{Table: TableEndpointDNAT, Priority: PriorityMiss, Cookie: c, Actions: []of.Action{of.Drop{}}},
 		gotoFlow(TableServiceSNAT, c, TableL3Forwarding),
 		{Table: TableL3Forwarding, Priority: PriorityMiss, Cookie: c, Actions: []of.Action{of.Normal{}}},
@@ -99,6 +100,9 @@ func BaseFlows(n NodeConfig) []of.Flow {
 				Actions: []of.Action{of.CT{Zone: f.snatZone, Table: TableConntrackZone, HasTable: true, NAT: &of.NAT{Kind: of.NATReply}}}},
 			of.Flow{Table: TableConntrackZone, Priority: PriorityNormal, Cookie: c, Match: of.Match{EthType: f.ethType},
 				Actions: []of.Action{of.CT{Zone: f.serviceZone, Table: TableConntrackState, HasTable: true, NAT: &of.NAT{Kind: of.NATReply}}}},
+			of.Flow{Table: TableConntrackCommit, Priority: PriorityNormal, Cookie: c,
+				Match:   of.Match{EthType: f.ethType, CtState: &of.CtState{Set: of.CtNew | of.CtTrk}},
+				Actions: []of.Action{of.CT{Commit: true, Zone: f.serviceZone, Table: TableL3Forwarding, HasTable: true}}},
 		)
 		if gw := n.gatewayIP(f); gw.IsValid() {
 			flows = append(flows, of.Flow{Table: TableServiceSNAT, Priority: PriorityNormal, Cookie: c,

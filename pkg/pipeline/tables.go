@@ -18,6 +18,9 @@ const (
 	TableEndpointDNAT uint8 = 14
 	// TableServiceSNAT SNATs external-to-Service connections (eTP=Cluster) arriving from the gateway.
 	TableServiceSNAT uint8 = 15
+	// TableConntrackCommit commits new connections that no Service claimed, so that their
+	// replies are tracked as established rather than invalid.
+	TableConntrackCommit uint8 = 19
 	// TableL3Forwarding forwards by destination IP (filled by the node data path).
 	TableL3Forwarding uint8 = 20
 )
@@ -32,6 +35,7 @@ var TableNames = map[uint8]string{
 	TableServiceLB:         "ServiceLB",
 	TableEndpointDNAT:      "EndpointDNAT",
 	TableServiceSNAT:       "ServiceSNAT",
+	TableConntrackCommit:   "ConntrackCommit",
 	TableL3Forwarding:      "L3Forwarding",
 }
 

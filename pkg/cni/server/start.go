@@ -1,0 +1,153 @@
+package server
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"os"
+
+	"k8s.io/klog/v2"
+
+	"github.com/antrea-proxy/antrea-proxy/pkg/cni/ipam"
+	"github.com/antrea-proxy/antrea-proxy/pkg/cni/protocol"
+	"github.com/antrea-proxy/antrea-proxy/pkg/ovs/openflow"
+	"github.com/antrea-proxy/antrea-proxy/pkg/pipeline"
+)
+
+// Start brings the node's pods in line with the state on disk before any request is served:
+//
+//  1. the DELs spooled by the plugin while the agent was down are carried out;
+//  2. pods whose network namespace is gone are removed (their DEL was lost or never came);
+//  3. the other pods get their OVS port back if it is missing, and their flows reinstalled in
+//     this round;
+//  4. pod flows of older rounds that belong to no pod, and addresses that belong to no pod, are
+//     removed.
+//
+// Start then marks the server ready. A failure leaves the server not ready; Start may be
+// called again.
+func (s *Server) Start(ctx context.Context) error {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if err := s.replaySpool(ctx); err != nil {
+		return err
+	}
+	recs, bad, err := s.store.list()
+	if err != nil {
+		return err
+	}
+	for _, p := range bad {
+		klog.ErrorS(nil, "Removing unreadable pod record", "file", p)
+		_ = os.Remove(p)
+	}
+	var errs []error
+	live := 0
+	for _, rec := range recs {
+		if !s.net.NetNSExists(rec.NetNS) {
+			klog.InfoS("Removing pod whose network namespace is gone", "container", rec.ContainerID, "ifName", rec.IfName, "netns", rec.NetNS)
+			if err := s.teardown(ctx, rec); err != nil {
+				errs = append(errs, err)
+			}
+			continue
+		}
+		if err := s.attach(ctx, rec); err != nil {
+			errs = append(errs, fmt.Errorf("restoring container %s interface %s: %w", rec.ContainerID, rec.IfName, err))
+			continue
+		}
+		live++
+	}
+	if err := s.deleteOldRoundFlows(ctx); err != nil {
+		errs = append(errs, err)
+	}
+	if err := s.releaseOrphanAddresses(map[ipam.Owner]bool{}); err != nil {
+		errs = append(errs, err)
+	}
+	if err := errors.Join(errs...); err != nil {
+		return fmt.Errorf("starting CNI server: %w", err)
+	}
+	s.ready.Store(true)
+	klog.InfoS("CNI server started", "pods", live, "round", s.opts.Round)
+	return nil
+}
+
+// Reconcile carries out DELs spooled since start-up (the plugin spools when it cannot reach the
+// agent, e.g. during a brief socket outage) and removes pods whose network namespace has
+// vanished. The agent may call it periodically once the server is ready.
+func (s *Server) Reconcile(ctx context.Context) error {
+	if !s.Ready() {
+		return errors.New("CNI server not started")
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if err := s.replaySpool(ctx); err != nil {
+		return err
+	}
+	recs, _, err := s.store.list()
+	if err != nil {
+		return err
+	}
+	var errs []error
+	for _, rec := range recs {
+		if s.net.NetNSExists(rec.NetNS) {
+			continue
+		}
+		klog.InfoS("Removing pod whose network namespace is gone", "container", rec.ContainerID, "ifName", rec.IfName, "netns", rec.NetNS)
+		if err := s.teardown(ctx, rec); err != nil {
+			errs = append(errs, err)
+		}
+	}
+	return errors.Join(errs...)
+}
+
+// replaySpool carries out the DELs the plugin spooled and removes them.
+func (s *Server) replaySpool(ctx context.Context) error {
+	if s.opts.SpoolDir == "" {
+		return nil
+	}
+	reqs, bad, err := protocol.ReadSpool(s.opts.SpoolDir)
+	if err != nil {
+		return err
+	}
+	for _, p := range bad {
+		klog.ErrorS(nil, "Removing unreadable spooled CNI request", "file", p)
+		_ = os.Remove(p)
+	}
+	for _, r := range reqs {
+		resp := s.del(ctx, r.Request)
+		if resp.Error != nil {
+			return fmt.Errorf("spooled DEL of container %s interface %s: %w", r.Request.ContainerID, r.Request.IfName, resp.Error)
+		}
+		klog.InfoS("Carried out spooled DEL", "container", r.Request.ContainerID, "ifName", r.Request.IfName)
+		if err := os.Remove(r.File); err != nil && !errors.Is(err, os.ErrNotExist) {
+			return fmt.Errorf("removing spooled DEL %s: %w", r.File, err)
+		}
+	}
+	return nil
+}
+
+// deleteOldRoundFlows deletes pod flows of every round but this one; live pods have just been
+// reinstalled in this round.
+func (s *Server) deleteOldRoundFlows(ctx context.Context) error {
+	flows, err := s.bridge.DumpFlows(ctx, openflow.FlowFilter{
+		Cookie: pipeline.Cookie(0, pipeline.CategoryPod, 0), CookieMask: pipeline.CategoryMask})
+	if err != nil {
+		return fmt.Errorf("dumping pod flows: %w", err)
+	}
+	rounds := map[uint16]bool{}
+	for _, f := range flows {
+		if r := pipeline.CookieRound(f.Cookie); r != s.opts.Round {
+			rounds[r] = true
+		}
+	}
+	var ops []openflow.Op
+	for r := range rounds {
+		ops = append(ops, openflow.Op{Kind: openflow.DeleteFlows, Flow: &openflow.Flow{
+			Cookie: pipeline.Cookie(r, pipeline.CategoryPod, 0), CookieMask: pipeline.RoundMask | pipeline.CategoryMask}})
+	}
+	if len(ops) == 0 {
+		return nil
+	}
+	if err := s.bridge.Apply(ctx, ops); err != nil {
+		return fmt.Errorf("deleting pod flows of older rounds: %w", err)
+	}
+	return nil
+}

@@ -1,0 +1,76 @@
+package pipeline
+
+import (
+	"net"
+	"net/netip"
+
+	of "github.com/antrea-proxy/antrea-proxy/pkg/ovs/openflow"
+)
+
+// Pod is what the pipeline needs to know about one local pod interface.
+type Pod struct {
+	// ID is the cookie object of the pod's flows; unique among the pods of the node (the CNI
+	// server uses the OpenFlow port number).
+	ID uint64
+	// OFPort is the OpenFlow port of the host end of the pod's veth pair.
+	OFPort uint32
+	// MAC is the MAC address of the pod's interface.
+	MAC net.HardwareAddr
+	// IPs are the pod's addresses, at most one per family.
+	IPs []netip.Addr
+}
+
+// PodCookieMask selects the flows of one pod (any round) together with PodCookie.
+const PodCookieMask = CategoryMask | ObjectMask
+
+// PodCookie is the cookie of the flows of the pod with the given ID.
+func PodCookie(round uint16, id uint64) uint64 { return Cookie(round, CategoryPod, id) }
+
+// ipv6LinkLocal is fe80::/10: neighbour discovery and other link-local traffic a pod sends
+// before (or besides) using its global address.
+var ipv6LinkLocal = netip.MustParsePrefix("fe80::/10")
+
+// PodFlows returns the flows of one local pod:
+//
+//   - Classifier: packets from the pod's port with the pod's MAC and one of its IPs (or, for
+//     IPv6, a link-local source) are marked as coming from a local pod and continue; anything
+//     else from that port except ARP (handled by a higher-priority base flow) is dropped, which
+//     is the spoof guard.
+//   - L3Forwarding: packets to one of the pod's IPs get the gateway MAC as source (when
+//     gatewayMAC is set), the pod's MAC as destination, and leave through the pod's port.
+func PodFlows(round uint16, gatewayMAC net.HardwareAddr, p Pod) []of.Flow {
+	c := PodCookie(round, p.ID)
+	classify := []of.Action{
+		of.SetReg{Reg: RegSource, Value: SourcePod, Mask: SourceMask},
+		of.GotoTable{Table: TableSNATConntrackZone},
+	}
+	var flows []of.Flow
+	fromPod := func(f family, src netip.Prefix) of.Flow {
+		return of.Flow{Table: TableClassifier, Priority: PriorityNormal, Cookie: c,
+			Match:   of.Match{InPort: p.OFPort, EthType: f.ethType, EthSrc: p.MAC, Src: src},
+			Actions: classify}
+	}
+	hasV6 := false
+	for _, ip := range p.IPs {
+		f := familyOf(ip)
+		hasV6 = hasV6 || f == familyV6
+		flows = append(flows, fromPod(f, netip.PrefixFrom(ip, ip.BitLen())))
+	}
+	if hasV6 {
+		flows = append(flows, fromPod(familyV6, ipv6LinkLocal))
+	}
+	flows = append(flows, of.Flow{Table: TableClassifier, Priority: PriorityLow, Cookie: c,
+		Match: of.Match{InPort: p.OFPort}, Actions: []of.Action{of.Drop{}}})
+
+	for _, ip := range p.IPs {
+		var actions []of.Action
+		if len(gatewayMAC) != 0 {
+			actions = append(actions, of.SetEthSrc{MAC: gatewayMAC})
+		}
+		actions = append(actions, of.SetEthDst{MAC: p.MAC}, of.Output{Port: p.OFPort})
+		flows = append(flows, of.Flow{Table: TableL3Forwarding, Priority: PriorityNormal, Cookie: c,
+			Match:   of.Match{EthType: familyOf(ip).ethType, Dst: netip.PrefixFrom(ip, ip.BitLen())},
+			Actions: actions})
+	}
+	return flows
+}

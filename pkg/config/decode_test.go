@@ -30,6 +30,8 @@ ovsDatapathType: netdev
 ovsRunDir: /run/openvswitch
 hostGateway: gw0
 apiSocket: /run/antrea/agent.sock
+apiTCPAddress: 127.0.0.1:10350
+apiTokenFile: /etc/antrea/api-token
 antreaProxy:
   enable: false
   proxyAll: true
@@ -50,6 +52,8 @@ antreaProxy:
 		OVSRunDir:       "/run/openvswitch",
 		HostGateway:     "gw0",
 		APISocket:       "/run/antrea/agent.sock",
+		APITCPAddress:   "127.0.0.1:10350",
+		APITokenFile:    "/etc/antrea/api-token",
 		AntreaProxy: AntreaProxyConfig{
 			Enable:               ptr(false),
 			ProxyAll:             true,
@@ -237,7 +241,7 @@ func TestExampleFileLoads(t *testing.T) {
 	// Every option of the schema appears in the example.
 	data, err := os.ReadFile(filepath.Join("testdata", "antrea-agent.conf"))
 	require.NoError(t, err)
-	for _, key := range []string{"kubeconfig", "nodeName", "ovsBridge", "ovsDatapathType", "ovsRunDir", "hostGateway", "apiSocket"} {
+	for _, key := range []string{"kubeconfig", "nodeName", "ovsBridge", "ovsDatapathType", "ovsRunDir", "hostGateway", "apiSocket", "apiTCPAddress", "apiTokenFile"} {
 		require.Contains(t, string(data), "\n"+key+":", "top-level option %q", key)
 	}
 	for _, key := range []string{"enable", "proxyAll", "nodePortAddresses", "skipServices", "proxyLoadBalancerIPs", "serviceProxyName", "minSyncInterval", "fullSyncPeriod"} {
@@ -270,6 +274,8 @@ func TestMarshalRoundTrip(t *testing.T) {
 			OVSRunDir:       "/run/ovs",
 			HostGateway:     "gw0",
 			APISocket:       "/run/a.sock",
+			APITCPAddress:   "[::1]:10350",
+			APITokenFile:    "/etc/antrea/api-token",
 			AntreaProxy: AntreaProxyConfig{
 				Enable:               ptr(false),
 				ProxyAll:             true,

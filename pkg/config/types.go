@@ -45,6 +45,15 @@ type AgentConfig struct {
 	// APISocket is the unix socket of the agent API (used by antctl).
 	// Default "/var/run/antrea/antrea-agent.sock".
 	APISocket string `json:"apiSocket,omitempty"`
+	// APITCPAddress, when set, also serves the agent API over TCP at this
+	// "ip:port", which must be a loopback address (127.0.0.0/8 or ::1).
+	// Requests on it need "Authorization: Bearer <token>" with the token of
+	// APITokenFile. Default "": no TCP listener.
+	APITCPAddress string `json:"apiTCPAddress,omitempty"`
+	// APITokenFile is the file holding the bearer token of the TCP listener.
+	// It must be owned by the agent's user and not accessible to group or
+	// others (mode 0600 or stricter). Required with APITCPAddress.
+	APITokenFile string `json:"apiTokenFile,omitempty"`
 	// AntreaProxy configures the service proxy.
 	AntreaProxy AntreaProxyConfig `json:"antreaProxy"`
 }

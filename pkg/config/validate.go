@@ -3,8 +3,10 @@ package config
 import (
 	"errors"
 	"fmt"
+	"net"
 	"net/netip"
 	"path/filepath"
+	"strconv"
 	"strings"
 
 	"k8s.io/apimachinery/pkg/util/validation"
@@ -66,6 +68,7 @@ func (c *AgentConfig) Validate() error {
 	} else if len(c.APISocket) > maxUnixSocketPath {
 		add(fieldErr("apiSocket", "path is %d bytes long; unix socket paths are limited to %d", len(c.APISocket), maxUnixSocketPath))
 	}
+	errs = append(errs, c.validateAPITCP()...)
 	errs = append(errs, c.AntreaProxy.validate("antreaProxy")...)
 	return errors.Join(errs...)
 }
@@ -118,4 +121,30 @@ func validateAbsPath(path, p string) error {
 		return fieldErr(path, "%q must be an absolute path", p)
 	}
 	return nil
+}
+
+// validateAPITCP checks the optional TCP listener of the agent API: loopback only, and only
+// with a token file.
+func (c *AgentConfig) validateAPITCP() []error {
+	if c.APITCPAddress == "" {
+		return nil
+	}
+	var errs []error
+	host, port, err := net.SplitHostPort(c.APITCPAddress)
+	if err != nil {
+		errs = append(errs, fieldErr("apiTCPAddress", "%q is not an \"ip:port\" address: %v", c.APITCPAddress, err))
+	} else {
+		if ip, err := netip.ParseAddr(host); err != nil || !ip.Unmap().IsLoopback() || ip.Zone() != "" {
+			errs = append(errs, fieldErr("apiTCPAddress", "%q must be a loopback IP address (127.0.0.0/8 or ::1): the agent API is never served on other interfaces", c.APITCPAddress))
+		}
+		if n, err := strconv.ParseUint(port, 10, 16); err != nil || n == 0 {
+			errs = append(errs, fieldErr("apiTCPAddress", "%q: port must be a number from 1 to 65535", c.APITCPAddress))
+		}
+	}
+	if c.APITokenFile == "" {
+		errs = append(errs, fieldErr("apiTokenFile", "required when apiTCPAddress is set: the TCP listener needs a bearer token"))
+	} else if err := validateAbsPath("apiTokenFile", c.APITokenFile); err != nil {
+		errs = append(errs, err)
+	}
+	return errs
 }

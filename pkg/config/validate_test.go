@@ -42,6 +42,24 @@ func TestValidateSingleErrors(t *testing.T) {
 			`apiSocket: "agent.sock" must be an absolute path`},
 		{"apiSocket too long", func(c *AgentConfig) { c.APISocket = "/" + strings.Repeat("a", 107) },
 			"apiSocket: path is 108 bytes long; unix socket paths are limited to 107"},
+		{"apiTCPAddress not loopback", func(c *AgentConfig) { c.APITCPAddress, c.APITokenFile = "0.0.0.0:10350", "/etc/antrea/token" },
+			`apiTCPAddress: "0.0.0.0:10350" must be a loopback IP address (127.0.0.0/8 or ::1)`},
+		{"apiTCPAddress node IP", func(c *AgentConfig) { c.APITCPAddress, c.APITokenFile = "192.168.1.5:10350", "/etc/antrea/token" },
+			`apiTCPAddress: "192.168.1.5:10350" must be a loopback IP address`},
+		{"apiTCPAddress host name", func(c *AgentConfig) { c.APITCPAddress, c.APITokenFile = "localhost:10350", "/etc/antrea/token" },
+			`apiTCPAddress: "localhost:10350" must be a loopback IP address`},
+		{"apiTCPAddress empty host", func(c *AgentConfig) { c.APITCPAddress, c.APITokenFile = ":10350", "/etc/antrea/token" },
+			`apiTCPAddress: ":10350" must be a loopback IP address`},
+		{"apiTCPAddress no port", func(c *AgentConfig) { c.APITCPAddress, c.APITokenFile = "127.0.0.1", "/etc/antrea/token" },
+			`apiTCPAddress: "127.0.0.1" is not an "ip:port" address`},
+		{"apiTCPAddress port zero", func(c *AgentConfig) { c.APITCPAddress, c.APITokenFile = "127.0.0.1:0", "/etc/antrea/token" },
+			`apiTCPAddress: "127.0.0.1:0": port must be a number from 1 to 65535`},
+		{"apiTCPAddress port too big", func(c *AgentConfig) { c.APITCPAddress, c.APITokenFile = "[::1]:70000", "/etc/antrea/token" },
+			`apiTCPAddress: "[::1]:70000": port must be a number from 1 to 65535`},
+		{"apiTokenFile missing", func(c *AgentConfig) { c.APITCPAddress = "127.0.0.1:10350" },
+			"apiTokenFile: required when apiTCPAddress is set"},
+		{"apiTokenFile relative", func(c *AgentConfig) { c.APITCPAddress, c.APITokenFile = "127.0.0.1:10350", "token" },
+			`apiTokenFile: "token" must be an absolute path`},
 		{"nodePortAddresses", func(c *AgentConfig) {
 			c.AntreaProxy.NodePortAddresses = []string{"10.0.0.0/8", "10.0.0.0/33"}
 		}, `antreaProxy.nodePortAddresses[1]: "10.0.0.0/33" is not a valid CIDR`},
@@ -82,6 +100,16 @@ func TestValidateAcceptsEdgeValues(t *testing.T) {
 	c.AntreaProxy.SkipServices = []string{"kube-system/kube-dns", "10.96.0.10", "fd00::a", "::ffff:10.0.0.1"}
 	c.AntreaProxy.MinSyncInterval = dur(5 * time.Second)
 	c.AntreaProxy.FullSyncPeriod = dur(5 * time.Second)
+	require.NoError(t, c.Validate())
+
+	for _, addr := range []string{"127.0.0.1:10350", "127.5.6.7:1", "[::1]:65535", "[::ffff:127.0.0.1]:80"} {
+		c := validConfig()
+		c.APITCPAddress, c.APITokenFile = addr, "/etc/antrea/api-token"
+		require.NoError(t, c.Validate(), "apiTCPAddress %q", addr)
+	}
+	// A token file without a TCP listener is unused but harmless.
+	c = validConfig()
+	c.APITokenFile = "/etc/antrea/api-token"
 	require.NoError(t, c.Validate())
 }
 

@@ -1,0 +1,66 @@
+package apiserver
+
+import (
+	"net/netip"
+	"testing"
+
+	"github.com/google/go-cmp/cmp"
+	v1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/types"
+
+	"github.com/antrea-proxy/antrea-proxy/pkg/agent/apiserver/apiservertest"
+	"github.com/antrea-proxy/antrea-proxy/pkg/agent/apiserver/apiv1"
+	"github.com/antrea-proxy/antrea-proxy/pkg/proxy/model"
+)
+
+// TestServiceMapDualStackRows: each family's row carries that family's addresses; hostname-only
+// ingresses appear on both rows; the decisions are the model's.
+func TestServiceMapDualStackRows(t *testing.T) {
+	vip := v1.LoadBalancerIPModeVIP
+	var ings []model.LBIngress
+	for _, ing := range []v1.LoadBalancerIngress{{IP: "172.18.0.1", IPMode: &vip}, {IP: "fd00:18::1"}, {Hostname: "lb.example.com"}} {
+		ings = append(ings, model.LBIngressFromAPI(true, ing, model.DualStack))
+	}
+	nn := types.NamespacedName{Namespace: "default", Name: "dual"}
+	sp := model.ServicePort{
+		Name:       model.ServicePortName{NamespacedName: nn, Port: "https", Protocol: model.TCP},
+		ClusterIPs: []netip.Addr{netip.MustParseAddr("10.96.0.5"), netip.MustParseAddr("fd00:96::5")}, Port: 443, Protocol: model.TCP,
+		ExternalIPs:         []netip.Addr{netip.MustParseAddr("192.168.9.9"), netip.MustParseAddr("2001:db8::9")},
+		LoadBalancerIngress: ings, NodePort: 30443,
+	}
+	eps := []model.Endpoint{
+		{IP: netip.MustParseAddr("10.244.0.5"), Port: 8443, Ready: true, Serving: true, Local: true},
+		{IP: netip.MustParseAddr("fd00:244::5"), Port: 8443, Ready: true, Serving: true},
+	}
+	src := apiservertest.NewFakeSource()
+	src.Add(nn, apiservertest.SyncTime, apiservertest.PortSpec{Port: sp, GroupID: 7, Endpoints: eps},
+		apiservertest.PortSpec{Port: sp, GroupID: 8, IPv6: true, Endpoints: eps})
+
+	m := BuildServiceMap(src, ServiceFilter{Namespace: "default"})
+	type row struct {
+		Family, Cookie        string
+		ClusterIPs, Externals []string
+		Ingress               []apiv1.LBIngress
+		Flows, EPFlows, Group int
+	}
+	var got []row
+	for _, it := range m.Items {
+		got = append(got, row{it.IPFamily, it.Cookie, it.ClusterIPs, it.ExternalIPs, it.LoadBalancerIngress, it.Flows, it.EndpointFlows, int(it.GroupID)})
+	}
+	hostname := apiv1.LBIngress{Hostname: "lb.example.com", Reason: "skipped: hostname-only ingress"}
+	want := []row{
+		{"IPv4", "0x20000000007", []string{"10.96.0.5"}, []string{"192.168.9.9"}, []apiv1.LBIngress{
+			{IP: "172.18.0.1", IPMode: "VIP", Programmed: true, Reason: "programmed (ipMode VIP)"}, hostname}, 4, 1, 7},
+		{"IPv6", "0x20000000008", []string{"fd00:96::5"}, []string{"2001:db8::9"}, []apiv1.LBIngress{
+			{IP: "fd00:18::1", Programmed: true, Reason: "programmed (ipMode unset, treated as VIP)"}, hostname}, 4, 1, 8},
+	}
+	if diff := cmp.Diff(want, got); diff != "" {
+		t.Errorf("rows (-want +got):\n%s", diff)
+	}
+	if n := len(BuildServiceMap(src, ServiceFilter{Namespace: "other"}).Items); n != 0 {
+		t.Errorf("namespace filter: got %d rows", n)
+	}
+	if n := len(BuildServiceMap(src, ServiceFilter{AllNamespaces: true, Name: "nope"}).Items); n != 0 {
+		t.Errorf("name filter: got %d rows", n)
+	}
+}

@@ -7,7 +7,7 @@ OUTPUT := _output
 BIN := $(OUTPUT)/bin
 VERSION ?= $(shell git describe --tags --always --dirty 2>/dev/null || echo dev)
 LDFLAGS := -X github.com/antrea-proxy/antrea-proxy/pkg/version.Version=$(VERSION)
-BINARIES := antrea-agent antctl
+BINARIES := antrea-agent antctl antrea-cni antrea-controller
 # Unit tests: fast, no root, no OVS. Integration tests: real OVS in temp dirs, need root.
 UNIT_PKGS = $(shell $(GO) list ./... | grep -v -E '/test/e2e')
 INTEGRATION_RUN := 'Integration|RealOVS|TestStart|TestNetNS|TestEcho|TestOfctl|TestClient'

@@ -12,10 +12,8 @@ import (
 	"os/exec"
 	"path/filepath"
 	"runtime"
-	"sort"
 	"strings"
 	"testing"
-	"text/tabwriter"
 	"time"
 
 	v1 "k8s.io/api/core/v1"
@@ -24,6 +22,9 @@ import (
 	k8sruntime "k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/client-go/kubernetes/fake"
 
+	"github.com/antrea-proxy/antrea-proxy/pkg/agent/apiserver"
+	"github.com/antrea-proxy/antrea-proxy/pkg/antctl"
+	"github.com/antrea-proxy/antrea-proxy/pkg/config"
 	"github.com/antrea-proxy/antrea-proxy/pkg/proxy"
 	"github.com/antrea-proxy/antrea-proxy/test/lab"
 )
@@ -91,20 +92,22 @@ func runProxier(t *testing.T, l *lab.Lab, proxyLBIPs bool, objs []k8sruntime.Obj
 	return p, func() { cancel(); <-done }
 }
 
-func printServiceMap(p *proxy.Proxier) {
-	st := p.Services()
-	sort.Slice(st, func(i, j int) bool { return st[i].Name.String() < st[j].Name.String() })
-	w := tabwriter.NewWriter(os.Stdout, 2, 4, 2, ' ', 0)
-	fmt.Fprintln(w, "  SERVICE\tCLUSTER-IP\tNODEPORT\tLB-INGRESS\tDECISION\tGROUP\tFLOWS")
-	for _, s := range st {
-		for _, port := range s.Ports {
-			for _, ing := range port.Port.LoadBalancerIngress {
-				fmt.Fprintf(w, "  %s\t%s\t%d\t%s(%s)\t%s\t%d\t%d\n", s.Name, port.Port.ClusterIPs[0], port.Port.NodePort,
-					ing.IP, ing.IPMode, ing.Decision.Reason, port.GroupID, port.Flows)
-			}
-		}
+// printServiceMap serves the proxier's state on the agent API, as antrea-agent does, and runs
+// `antctl get servicemap -A` against it.
+func printServiceMap(t *testing.T, l *lab.Lab, p *proxy.Proxier, proxyLBIPs bool) {
+	cfg := &config.AgentConfig{}
+	cfg.DefaultsFrom(config.Env{Getenv: func(string) string { return nodeName }, Hostname: os.Hostname})
+	cfg.APISocket = filepath.Join(t.TempDir(), "antrea-agent.sock")
+	cfg.AntreaProxy.ProxyLoadBalancerIPs = &proxyLBIPs
+	srv, err := apiserver.Start(context.Background(), apiserver.Options{Config: cfg, Services: p, OVS: l.DB})
+	if err != nil {
+		t.Fatal(err)
 	}
-	w.Flush()
+	defer srv.Close()
+	say("$ antctl get servicemap -A")
+	if rc := antctl.Main([]string{"get", "servicemap", "-A", "--socket", cfg.APISocket}, os.Stdout, os.Stderr); rc != 0 {
+		t.Errorf("antctl exited with %d", rc)
+	}
 }
 
 func (d *demo) try(label, addr string) string {
@@ -155,7 +158,7 @@ func TestDemo(t *testing.T) {
 	for _, proxyLBIPs := range []bool{true, false} {
 		say("\n-- antrea-agent with antreaProxy.proxyLoadBalancerIPs=%v", proxyLBIPs)
 		p, stop := runProxier(t, l, proxyLBIPs, objs)
-		printServiceMap(p)
+		printServiceMap(t, l, p, proxyLBIPs)
 		say("")
 		d.try("ClusterIP of web-vip", "10.96.0.10:80")
 		d.try("NodePort of web-proxy", nodeIP+":30081")

@@ -55,15 +55,43 @@ func Parse(data []byte) (*AgentConfig, error) { return ParseWithEnv(data, OSEnv(
 
 // ParseWithEnv is Parse with an explicit environment for defaulting.
 func ParseWithEnv(data []byte, env Env) (*AgentConfig, error) {
-	c, err := decode(data)
+	c, schemaErrs, err := decode(data)
 	if err != nil {
 		return nil, err
 	}
 	c.DefaultsFrom(env)
-	if err := c.Validate(); err != nil {
+	// Report schema problems (unknown keys, wrong types) and validation problems together, so
+	// one run of the agent names everything that is wrong with the file. A field with a schema
+	// problem is reported once, by its schema error.
+	errs := schemaErrs
+	bad := map[string]bool{}
+	for _, e := range schemaErrs {
+		var fe *FieldError
+		if errors.As(e, &fe) {
+			bad[fe.Path] = true
+		}
+	}
+	if verr := c.Validate(); verr != nil {
+		for _, e := range unjoin(verr) {
+			var fe *FieldError
+			if errors.As(e, &fe) && bad[fe.Path] {
+				continue
+			}
+			errs = append(errs, e)
+		}
+	}
+	if err := errors.Join(errs...); err != nil {
 		return nil, err
 	}
 	return c, nil
+}
+
+// unjoin returns the errors joined in err, or err alone.
+func unjoin(err error) []error {
+	if j, ok := err.(interface{ Unwrap() []error }); ok {
+		return j.Unwrap()
+	}
+	return []error{err}
 }
 
 // Marshal renders c as YAML (keys sorted), e.g. for antctl. Parse accepts
@@ -76,35 +104,38 @@ func (c *AgentConfig) Marshal() ([]byte, error) {
 	return out, nil
 }
 
-// decode converts YAML to an AgentConfig without defaulting or validating.
-func decode(data []byte) (*AgentConfig, error) {
+// decode converts YAML to an AgentConfig without defaulting or validating. A YAML syntax error
+// is fatal (err); keys and values that do not fit the schema are returned as schemaErrs, and the
+// rest of the file is still decoded so that validation can report its problems too.
+func decode(data []byte) (c *AgentConfig, schemaErrs []error, err error) {
 	// Strict conversion rejects YAML syntax errors and duplicate keys.
 	js, err := yaml.YAMLToJSONStrict(data)
 	if err != nil {
-		return nil, fmt.Errorf("parsing antrea-agent config as YAML: %w", err)
+		return nil, nil, fmt.Errorf("parsing antrea-agent config as YAML: %w", err)
 	}
 	dec := json.NewDecoder(bytes.NewReader(js))
 	dec.UseNumber()
 	var generic any
 	if err := dec.Decode(&generic); err != nil {
-		return nil, fmt.Errorf("parsing antrea-agent config: %w", err)
+		return nil, nil, fmt.Errorf("parsing antrea-agent config: %w", err)
 	}
 	// encoding/json matches keys case-insensitively, names only the last
 	// key of an unknown path and stops at the first error; checking the
 	// generic tree against the schema first gives exact, complete errors.
-	var errs []error
-	checkValue("", generic, reflect.TypeFor[AgentConfig](), &errs)
-	if len(errs) > 0 {
-		return nil, errors.Join(errs...)
+	checkValue("", generic, reflect.TypeFor[AgentConfig](), &schemaErrs)
+	c = &AgentConfig{}
+	if len(schemaErrs) > 0 {
+		// Best effort: encoding/json skips values of the wrong type and decodes the rest.
+		_ = json.Unmarshal(js, c)
+		return c, schemaErrs, nil
 	}
-	c := &AgentConfig{}
 	dec = json.NewDecoder(bytes.NewReader(js))
 	dec.DisallowUnknownFields()
 	if err := dec.Decode(c); err != nil {
 		// Not expected once checkValue passed; kept as a safety net.
-		return nil, fmt.Errorf("decoding antrea-agent config: %w", err)
+		return nil, nil, fmt.Errorf("decoding antrea-agent config: %w", err)
 	}
-	return c, nil
+	return c, nil, nil
 }
 
 // checkValue appends an error for every part of v (a tree decoded from

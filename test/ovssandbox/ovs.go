@@ -8,6 +8,7 @@ import (
 	"bytes"
 	"context"
 	"fmt"
+	"net"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -147,7 +148,7 @@ func (o *Instance) start() error {
 	if err := o.dbServer.Start(); err != nil {
 		return fmt.Errorf("ovsdb-server: %w", err)
 	}
-	if err := waitFor(filepath.Join(o.RunDir, "db.sock"), 10*time.Second); err != nil {
+	if err := waitListening(filepath.Join(o.RunDir, "db.sock"), 10*time.Second); err != nil {
 		return fmt.Errorf("ovsdb-server socket: %w", err)
 	}
 	if out, err := o.Vsctl("--no-wait", "init"); err != nil {
@@ -179,7 +180,7 @@ func (o *Instance) RestartDB() error {
 	if err := o.dbServer.Start(); err != nil {
 		return err
 	}
-	return waitFor(sock, 10*time.Second)
+	return waitListening(sock, 10*time.Second)
 }
 
 // Stop terminates both daemons. It is safe to call twice.
@@ -218,6 +219,23 @@ func waitFor(path string, d time.Duration) error {
 		}
 		if time.Now().After(deadline) {
 			return fmt.Errorf("%s did not appear within %v", path, d)
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+}
+
+// waitListening polls until a unix socket accepts connections: the file appears at bind time,
+// before the server listens.
+func waitListening(path string, d time.Duration) error {
+	deadline := time.Now().Add(d)
+	for {
+		c, err := net.DialTimeout("unix", path, time.Second)
+		if err == nil {
+			_ = c.Close()
+			return nil
+		}
+		if time.Now().After(deadline) {
+			return fmt.Errorf("%s is not accepting connections after %v: %w", path, d, err)
 		}
 		time.Sleep(20 * time.Millisecond)
 	}

@@ -227,9 +227,20 @@ func TestPatchPorts(t *testing.T) {
 	require.Equal(t, "patch", vsctl(t, o, "get", "interface", p1, "type"))
 	require.Equal(t, p2, vsctl(t, o, "get", "interface", p1, "options:peer"))
 	require.Equal(t, p1, vsctl(t, o, "get", "interface", p2, "options:peer"))
-	// ovs-vswitchd may report p1's peer as missing until its next reconfiguration after p2 exists.
-	require.Eventually(t, func() bool { return vsctl(t, o, "get", "interface", p1, "error") == "[]" },
-		5*time.Second, 20*time.Millisecond, "interface %s still reports an error", p1)
+	// p1 was created before its peer existed; ensuring it again once p2 exists makes
+	// ovs-vswitchd retry it, and its error clears.
+	again, err := c.EnsurePort(ctx, br1, ovsdb.PortConfig{Name: p1, Type: ovsdb.PortTypePatch, PeerName: p2})
+	require.NoError(t, err)
+	require.Equal(t, of1, again)
+	for deadline := time.Now().Add(10 * time.Second); ; time.Sleep(20 * time.Millisecond) {
+		e := vsctl(t, o, "get", "interface", p1, "error")
+		if e == "[]" {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("interface %s still reports an error after 10s: %s", p1, e)
+		}
+	}
 
 	// A port cannot be ensured on a second bridge, and cannot be deleted from the wrong one.
 	_, err = c.EnsurePort(ctx, br2, ovsdb.PortConfig{Name: p1, Type: ovsdb.PortTypePatch, PeerName: p2})

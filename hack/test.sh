@@ -21,6 +21,9 @@ run_integration() {
 run_e2e() {
   if [ -d test/e2e ] && ls test/e2e/*_test.go >/dev/null 2>&1; then
     echo "== end-to-end tests (sandbox cluster) =="
+    # Build etcd, kube-apiserver and kube-controller-manager first (about 15 minutes on a fresh
+    # machine, seconds once built) so the build shows its progress here, not inside a test.
+    bash hack/build-control-plane.sh
     go test -count=1 -timeout 60m -tags e2e ./test/e2e/...
   else
     echo "== end-to-end tests: none yet =="

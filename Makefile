@@ -9,7 +9,7 @@ VERSION ?= $(shell git describe --tags --always --dirty 2>/dev/null || echo dev)
 LDFLAGS := -X github.com/antrea-proxy/antrea-proxy/pkg/version.Version=$(VERSION)
 BINARIES := antrea-agent antctl antrea-cni antrea-controller
 # Unit tests: fast, no root, no OVS. Integration tests: real OVS in temp dirs, need root.
-UNIT_PKGS = $(shell $(GO) list ./... | grep -v -E '/test/e2e')
+UNIT_PKGS = $(shell $(GO) list ./...)
 INTEGRATION_RUN := 'Integration|RealOVS|TestStart|TestNetNS|TestEcho|TestOfctl|TestClient'
 
 .PHONY: all build setup test test-unit test-integration test-e2e bench lint fmt generate demo demo-down clean

@@ -1,0 +1,150 @@
+// Command antrea-controller is antrea-proxy's LoadBalancer IP provider: it
+// hands out addresses from the pools of antrea-controller.conf to
+// LoadBalancer Services, picks the node that announces each VIP-mode
+// address and reports KEP-4631 status conditions (see pkg/loadbalancer).
+package main
+
+import (
+	"context"
+	"flag"
+	"fmt"
+	"os"
+	"os/signal"
+	"syscall"
+	"time"
+
+	v1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/util/rand"
+	"k8s.io/client-go/informers"
+	"k8s.io/client-go/kubernetes"
+	"k8s.io/client-go/kubernetes/scheme"
+	typedcorev1 "k8s.io/client-go/kubernetes/typed/core/v1"
+	"k8s.io/client-go/rest"
+	"k8s.io/client-go/tools/clientcmd"
+	"k8s.io/client-go/tools/record"
+	"k8s.io/klog/v2"
+
+	"github.com/antrea-proxy/antrea-proxy/pkg/config"
+	"github.com/antrea-proxy/antrea-proxy/pkg/loadbalancer"
+	"github.com/antrea-proxy/antrea-proxy/pkg/loadbalancer/ipam"
+	"github.com/antrea-proxy/antrea-proxy/pkg/version"
+)
+
+// resyncPeriod is the informers' full resync period.
+const resyncPeriod = 10 * time.Minute
+
+func main() {
+	if err := run(os.Args[1:]); err != nil {
+		fmt.Fprintf(os.Stderr, "antrea-controller: %v\n", err)
+		klog.Flush()
+		os.Exit(1)
+	}
+}
+
+// options are the command-line flags.
+type options struct {
+	configPath  string
+	kubeconfig  string
+	leaderElect bool
+	workers     int
+	showVersion bool
+}
+
+func parseFlags(args []string) (*options, error) {
+	o := &options{}
+	fs := flag.NewFlagSet("antrea-controller", flag.ContinueOnError)
+	fs.StringVar(&o.configPath, "config", "/etc/antrea/antrea-controller.conf", "path of antrea-controller.conf")
+	fs.StringVar(&o.kubeconfig, "kubeconfig", "", "kubeconfig file; overrides the config file's kubeconfig; empty means in-cluster")
+	fs.BoolVar(&o.leaderElect, "leader-elect", true, "use Lease-based leader election (also requires leaderElection.enable in the config); disable only for tests or a single replica")
+	fs.IntVar(&o.workers, "workers", loadbalancer.DefaultWorkers, "number of Services synced in parallel")
+	fs.BoolVar(&o.showVersion, "version", false, "print the version and exit")
+	klog.InitFlags(fs)
+	if err := fs.Parse(args); err != nil {
+		return nil, err
+	}
+	if fs.NArg() > 0 {
+		return nil, fmt.Errorf("unexpected arguments %q", fs.Args())
+	}
+	return o, nil
+}
+
+func run(args []string) error {
+	o, err := parseFlags(args)
+	if err != nil {
+		return err
+	}
+	if o.showVersion {
+		fmt.Println("antrea-controller", version.Version)
+		return nil
+	}
+	cfg, err := config.LoadController(o.configPath)
+	if err != nil {
+		return err
+	}
+	pools, err := ipam.NewPools(cfg.IPPools)
+	if err != nil {
+		return fmt.Errorf("config %s: %w", o.configPath, err)
+	}
+	if o.kubeconfig != "" {
+		cfg.Kubeconfig = o.kubeconfig
+	}
+	rc, err := restConfig(cfg.Kubeconfig)
+	if err != nil {
+		return err
+	}
+	client, err := kubernetes.NewForConfig(rc)
+	if err != nil {
+		return fmt.Errorf("building Kubernetes client: %w", err)
+	}
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	defer stop()
+
+	broadcaster := record.NewBroadcaster(record.WithContext(ctx))
+	broadcaster.StartStructuredLogging(0)
+	broadcaster.StartRecordingToSink(&typedcorev1.EventSinkImpl{Interface: client.CoreV1().Events("")})
+	defer broadcaster.Shutdown()
+	recorder := broadcaster.NewRecorder(scheme.Scheme, v1.EventSource{Component: "antrea-controller"})
+
+	factory := informers.NewSharedInformerFactory(client, resyncPeriod)
+	ctrl, err := loadbalancer.New(client, factory, loadbalancer.Options{
+		Class: cfg.LoadBalancerClass, Pools: pools, Recorder: recorder, Workers: o.workers,
+	})
+	if err != nil {
+		return err
+	}
+	runController := func(ctx context.Context) error {
+		factory.Start(ctx.Done())
+		defer factory.Shutdown()
+		return ctrl.Run(ctx)
+	}
+	le := cfg.LeaderElection
+	klog.InfoS("Starting antrea-controller", "version", version.Version, "class", cfg.LoadBalancerClass,
+		"pools", len(pools), "leaderElection", o.leaderElect && le.Enabled())
+	if !o.leaderElect || !le.Enabled() {
+		return runController(ctx)
+	}
+	host, _ := os.Hostname()
+	return loadbalancer.RunLeaderElected(ctx, client, loadbalancer.LeaderElection{
+		Namespace:     le.LeaseNamespace,
+		Name:          le.LeaseName,
+		Identity:      host + "_" + rand.String(8),
+		LeaseDuration: le.LeaseDuration.Duration,
+		RenewDeadline: le.RenewDeadline.Duration,
+		RetryPeriod:   le.RetryPeriod.Duration,
+	}, runController)
+}
+
+func restConfig(kubeconfig string) (*rest.Config, error) {
+	if kubeconfig == "" {
+		rc, err := rest.InClusterConfig()
+		if err != nil {
+			return nil, fmt.Errorf("no kubeconfig given and not running in a cluster: %w", err)
+		}
+		return rc, nil
+	}
+	rc, err := clientcmd.BuildConfigFromFlags("", kubeconfig)
+	if err != nil {
+		return nil, fmt.Errorf("loading kubeconfig %s: %w", kubeconfig, err)
+	}
+	return rc, nil
+}

@@ -1,0 +1,438 @@
+package config
+
+// This file holds the schema of antrea-controller.conf, the YAML file that
+// configures antrea-controller (the LoadBalancer IP provider). Loading
+// follows the same three steps as antrea-agent.conf (strict decode,
+// defaults, validate; see the package documentation) and reports errors
+// with the same types (*UnknownFieldError, *FieldError).
+
+import (
+	"bytes"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"net/netip"
+	"os"
+	"reflect"
+	"slices"
+	"strings"
+	"time"
+
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/util/validation"
+	"sigs.k8s.io/yaml"
+)
+
+// Defaults applied by ControllerConfig.Defaults.
+const (
+	DefaultLoadBalancerClass = "antrea-proxy.io/lb"
+	DefaultLeaseName         = "antrea-controller"
+	DefaultLeaseNamespace    = "kube-system"
+	DefaultLeaseDuration     = 15 * time.Second
+	DefaultRenewDeadline     = 10 * time.Second
+	DefaultRetryPeriod       = 2 * time.Second
+)
+
+// Values of IPPool.IPMode, spelled as the Service status field
+// status.loadBalancer.ingress[].ipMode (KEP-1860).
+const (
+	IPModeVIP   = "VIP"
+	IPModeProxy = "Proxy"
+)
+
+// leaderElectionJitter is client-go's leaderelection.JitterFactor: the
+// renew deadline must exceed retryPeriod times this factor.
+const leaderElectionJitter = 1.2
+
+// ControllerConfig is the content of antrea-controller.conf.
+type ControllerConfig struct {
+	// Kubeconfig is the path of a kubeconfig file; "" means in-cluster config.
+	Kubeconfig string `json:"kubeconfig,omitempty"`
+	// LoadBalancerClass is the spec.loadBalancerClass this controller
+	// handles, besides Services without a class. Default "antrea-proxy.io/lb".
+	LoadBalancerClass string `json:"loadBalancerClass,omitempty"`
+	// LeaderElection makes sure only one replica writes.
+	LeaderElection LeaderElectionConfig `json:"leaderElection"`
+	// IPPools are the address pools, in the order automatic allocation
+	// tries them. At least one is required.
+	IPPools []IPPool `json:"ipPools"`
+}
+
+// LeaderElectionConfig configures the Lease-based leader election.
+type LeaderElectionConfig struct {
+	// Enable turns leader election on. Default true; see Enabled.
+	Enable *bool `json:"enable,omitempty"`
+	// LeaseName is the name of the coordination.k8s.io Lease. Default
+	// "antrea-controller".
+	LeaseName string `json:"leaseName,omitempty"`
+	// LeaseNamespace is the namespace of the Lease. Default "kube-system".
+	LeaseNamespace string `json:"leaseNamespace,omitempty"`
+	// LeaseDuration is how long non-leaders wait before taking over.
+	// Default 15s.
+	LeaseDuration Duration `json:"leaseDuration"`
+	// RenewDeadline is how long the leader keeps retrying to renew before
+	// giving up leadership. Default 10s.
+	RenewDeadline Duration `json:"renewDeadline"`
+	// RetryPeriod is the time between attempts. Default 2s.
+	RetryPeriod Duration `json:"retryPeriod"`
+}
+
+// Enabled reports whether leader election is on (default true).
+func (l LeaderElectionConfig) Enabled() bool { return boolOr(l.Enable, true) }
+
+// IPPool is one pool of LoadBalancer addresses.
+type IPPool struct {
+	// Name identifies the pool, e.g. in the antrea-proxy.io/lb-pool
+	// annotation. A DNS-1123 label, unique among pools.
+	Name string `json:"name"`
+	// CIDRs are prefixes such as "10.0.10.0/24" or "fd00:10::/120". The
+	// network address (and, for IPv4, the broadcast address) of a prefix
+	// is never handed out.
+	CIDRs []string `json:"cidrs"`
+	// Ranges are inclusive ranges "first-last" of one family, such as
+	// "10.0.20.10-10.0.20.19" or "fd00:20::10-fd00:20::1f".
+	Ranges []string `json:"ranges"`
+	// IPMode is "VIP" (default: nodes receive the traffic to the address
+	// and one node announces it) or "Proxy" (an external proxy in front of
+	// the cluster receives it; nodes never announce it).
+	IPMode string `json:"ipMode,omitempty"`
+	// NodeSelector restricts the nodes that may announce the pool's
+	// addresses (VIP pools only); nil means every node.
+	NodeSelector *metav1.LabelSelector `json:"nodeSelector,omitempty"`
+}
+
+// IPRange is an inclusive range of addresses of one family.
+type IPRange struct {
+	First, Last netip.Addr
+}
+
+// Contains reports whether a lies in r.
+func (r IPRange) Contains(a netip.Addr) bool {
+	a = a.Unmap()
+	return r.First.BitLen() == a.BitLen() && r.First.Compare(a) <= 0 && a.Compare(r.Last) <= 0
+}
+
+func (r IPRange) overlaps(o IPRange) bool {
+	return r.First.BitLen() == o.First.BitLen() && r.First.Compare(o.Last) <= 0 && o.First.Compare(r.Last) <= 0
+}
+
+func (r IPRange) String() string { return r.First.String() + "-" + r.Last.String() }
+
+// ParseIPRange parses "first-last" (both of one family, first <= last).
+// IPv4-mapped IPv6 addresses are unmapped.
+func ParseIPRange(s string) (IPRange, error) {
+	a, b, ok := strings.Cut(s, "-")
+	if !ok {
+		return IPRange{}, fmt.Errorf("%q is not a range \"first-last\"", s)
+	}
+	first, err1 := netip.ParseAddr(strings.TrimSpace(a))
+	last, err2 := netip.ParseAddr(strings.TrimSpace(b))
+	switch {
+	case err1 != nil || err2 != nil:
+		return IPRange{}, fmt.Errorf("%q is not a range \"first-last\" of two IP addresses", s)
+	case first.Zone() != "" || last.Zone() != "":
+		return IPRange{}, fmt.Errorf("%q: addresses must not have a zone", s)
+	}
+	first, last = first.Unmap(), last.Unmap()
+	switch {
+	case first.Is4() != last.Is4():
+		return IPRange{}, fmt.Errorf("%q mixes IPv4 and IPv6", s)
+	case last.Less(first):
+		return IPRange{}, fmt.Errorf("%q: first address is after last address", s)
+	}
+	return IPRange{First: first, Last: last}, nil
+}
+
+// CIDRRange returns the usable addresses of a prefix: all but the network
+// address, and for IPv4 also the broadcast address. /32, /31, /128 and
+// /127 prefixes keep all their addresses.
+func CIDRRange(p netip.Prefix) IPRange {
+	p = p.Masked()
+	first := p.Addr()
+	hostBits := first.BitLen() - p.Bits()
+	last := lastAddr(p)
+	if hostBits >= 2 {
+		first = first.Next()
+		if first.Is4() {
+			last = last.Prev()
+		}
+	}
+	return IPRange{First: first, Last: last}
+}
+
+func lastAddr(p netip.Prefix) netip.Addr {
+	b := p.Addr().AsSlice()
+	for i := p.Bits(); i < len(b)*8; i++ {
+		b[i/8] |= 1 << (7 - i%8)
+	}
+	a, _ := netip.AddrFromSlice(b)
+	return a
+}
+
+// AddressRanges returns the pool's CIDRs and ranges as IPRanges, CIDRs
+// first, in file order.
+func (p IPPool) AddressRanges() ([]IPRange, error) {
+	var out []IPRange
+	var errs []error
+	for i, s := range p.CIDRs {
+		pfx, err := netip.ParsePrefix(s)
+		if err != nil || pfx.Addr().Zone() != "" || pfx.Addr().Is4In6() {
+			errs = append(errs, fieldErr(fmt.Sprintf("cidrs[%d]", i), "%q is not a valid CIDR", s))
+			continue
+		}
+		out = append(out, CIDRRange(pfx))
+	}
+	for i, s := range p.Ranges {
+		r, err := ParseIPRange(s)
+		if err != nil {
+			errs = append(errs, fieldErr(fmt.Sprintf("ranges[%d]", i), "%v", err))
+			continue
+		}
+		out = append(out, r)
+	}
+	return out, errors.Join(errs...)
+}
+
+// LoadController reads the antrea-controller.conf at path; see ParseController.
+func LoadController(path string) (*ControllerConfig, error) {
+	data, err := os.ReadFile(path)
+	if err != nil {
+		return nil, fmt.Errorf("reading antrea-controller config: %w", err)
+	}
+	c, err := ParseController(data)
+	if err != nil {
+		return nil, fmt.Errorf("loading antrea-controller config %s: %w", path, err)
+	}
+	return c, nil
+}
+
+// ParseController decodes antrea-controller.conf content strictly (unknown
+// keys and values of the wrong type are errors naming the key's full path),
+// applies the defaults and validates. All decode problems, or else all
+// validation problems, are reported together.
+func ParseController(data []byte) (*ControllerConfig, error) {
+	c, err := decodeController(data)
+	if err != nil {
+		return nil, err
+	}
+	c.Defaults()
+	if err := c.Validate(); err != nil {
+		return nil, err
+	}
+	return c, nil
+}
+
+func decodeController(data []byte) (*ControllerConfig, error) {
+	js, err := yaml.YAMLToJSONStrict(data)
+	if err != nil {
+		return nil, fmt.Errorf("parsing antrea-controller config as YAML: %w", err)
+	}
+	dec := json.NewDecoder(bytes.NewReader(js))
+	dec.UseNumber()
+	var generic any
+	if err := dec.Decode(&generic); err != nil {
+		return nil, fmt.Errorf("parsing antrea-controller config: %w", err)
+	}
+	var errs []error
+	checkTree("", generic, reflect.TypeFor[ControllerConfig](), &errs)
+	if len(errs) > 0 {
+		return nil, errors.Join(errs...)
+	}
+	c := &ControllerConfig{}
+	dec = json.NewDecoder(bytes.NewReader(js))
+	dec.DisallowUnknownFields()
+	if err := dec.Decode(c); err != nil {
+		return nil, fmt.Errorf("decoding antrea-controller config: %w", err)
+	}
+	return c, nil
+}
+
+// checkTree is checkValue extended with string-keyed maps (such as a
+// LabelSelector's matchLabels): it walks pointers, structs, lists and maps
+// itself and hands every leaf to checkValue.
+func checkTree(path string, v any, t reflect.Type, errs *[]error) {
+	if v == nil {
+		return
+	}
+	if t == reflect.TypeFor[Duration]() {
+		checkValue(path, v, t, errs)
+		return
+	}
+	switch t.Kind() {
+	case reflect.Pointer:
+		checkTree(path, v, t.Elem(), errs)
+	case reflect.Struct:
+		m, ok := v.(map[string]any)
+		if !ok {
+			*errs = append(*errs, fieldErr(path, "expected a mapping, got %s", describe(v)))
+			return
+		}
+		fields := jsonFields(t)
+		for _, k := range sortedKeys(m) {
+			sub := joinPath(path, k)
+			f, ok := fields[k]
+			if !ok {
+				*errs = append(*errs, &UnknownFieldError{Path: sub, Suggestion: suggest(k, fields)})
+				continue
+			}
+			checkTree(sub, m[k], f, errs)
+		}
+	case reflect.Slice:
+		list, ok := v.([]any)
+		if !ok {
+			*errs = append(*errs, fieldErr(path, "expected a list, got %s", describe(v)))
+			return
+		}
+		for i, e := range list {
+			checkTree(fmt.Sprintf("%s[%d]", path, i), e, t.Elem(), errs)
+		}
+	case reflect.Map:
+		m, ok := v.(map[string]any)
+		if !ok || t.Key().Kind() != reflect.String {
+			*errs = append(*errs, fieldErr(path, "expected a mapping, got %s", describe(v)))
+			return
+		}
+		for _, k := range sortedKeys(m) {
+			checkTree(joinPath(path, k), m[k], t.Elem(), errs)
+		}
+	default:
+		checkValue(path, v, t, errs)
+	}
+}
+
+func sortedKeys(m map[string]any) []string {
+	keys := make([]string, 0, len(m))
+	for k := range m {
+		keys = append(keys, k)
+	}
+	slices.Sort(keys)
+	return keys
+}
+
+// Defaults fills every unset field of c with its default.
+func (c *ControllerConfig) Defaults() {
+	setString(&c.LoadBalancerClass, DefaultLoadBalancerClass)
+	l := &c.LeaderElection
+	setBool(&l.Enable, true)
+	setString(&l.LeaseName, DefaultLeaseName)
+	setString(&l.LeaseNamespace, DefaultLeaseNamespace)
+	setDuration(&l.LeaseDuration, DefaultLeaseDuration)
+	setDuration(&l.RenewDeadline, DefaultRenewDeadline)
+	setDuration(&l.RetryPeriod, DefaultRetryPeriod)
+	if c.IPPools == nil {
+		c.IPPools = []IPPool{}
+	}
+	for i := range c.IPPools {
+		setString(&c.IPPools[i].IPMode, IPModeVIP)
+	}
+}
+
+// Validate checks c, which should already have its defaults, and reports
+// every problem at once (errors.Join of *FieldError), or nil.
+func (c *ControllerConfig) Validate() error {
+	var errs []error
+	if msgs := validation.IsQualifiedName(c.LoadBalancerClass); len(msgs) > 0 {
+		errs = append(errs, fieldErr("loadBalancerClass", "%q is not a valid class: %s", c.LoadBalancerClass, strings.Join(msgs, "; ")))
+	} else if !strings.Contains(c.LoadBalancerClass, "/") {
+		errs = append(errs, fieldErr("loadBalancerClass", "%q must be prefixed with a domain, e.g. %q", c.LoadBalancerClass, DefaultLoadBalancerClass))
+	}
+	errs = append(errs, c.LeaderElection.validate("leaderElection")...)
+	if len(c.IPPools) == 0 {
+		errs = append(errs, fieldErr("ipPools", "at least one pool is required"))
+	}
+	type seenRange struct {
+		path string
+		r    IPRange
+	}
+	var seen []seenRange
+	names := map[string]int{}
+	for i, p := range c.IPPools {
+		path := fmt.Sprintf("ipPools[%d]", i)
+		if p.Name == "" {
+			errs = append(errs, fieldErr(path+".name", "required"))
+		} else if msgs := validation.IsDNS1123Label(p.Name); len(msgs) > 0 {
+			errs = append(errs, fieldErr(path+".name", "%q is not a valid pool name: %s", p.Name, strings.Join(msgs, "; ")))
+		} else if j, dup := names[p.Name]; dup {
+			errs = append(errs, fieldErr(path+".name", "%q is already the name of ipPools[%d]", p.Name, j))
+		} else {
+			names[p.Name] = i
+		}
+		switch p.IPMode {
+		case IPModeVIP:
+		case IPModeProxy:
+			if p.NodeSelector != nil {
+				errs = append(errs, fieldErr(path+".nodeSelector", "only applies to ipMode %q: nodes never announce %q addresses", IPModeVIP, IPModeProxy))
+			}
+		default:
+			errs = append(errs, fieldErr(path+".ipMode", "%q must be %q or %q", p.IPMode, IPModeVIP, IPModeProxy))
+		}
+		if p.NodeSelector != nil {
+			if _, err := metav1.LabelSelectorAsSelector(p.NodeSelector); err != nil {
+				errs = append(errs, fieldErr(path+".nodeSelector", "%v", err))
+			}
+		}
+		if len(p.CIDRs) == 0 && len(p.Ranges) == 0 {
+			errs = append(errs, fieldErr(path, "needs at least one entry in cidrs or ranges"))
+		}
+		ranges, err := p.AddressRanges()
+		errs = append(errs, prefixFieldErrors(path, err)...)
+		for _, r := range ranges {
+			for _, s := range seen {
+				if s.r.overlaps(r) {
+					errs = append(errs, fieldErr(path, "%s overlaps %s of %s", r, s.r, s.path))
+				}
+			}
+			seen = append(seen, seenRange{path: path, r: r})
+		}
+	}
+	return errors.Join(errs...)
+}
+
+func (l *LeaderElectionConfig) validate(path string) []error {
+	var errs []error
+	if msgs := validation.IsDNS1123Subdomain(l.LeaseName); len(msgs) > 0 {
+		errs = append(errs, fieldErr(path+".leaseName", "%q is not a valid Lease name: %s", l.LeaseName, strings.Join(msgs, "; ")))
+	}
+	if msgs := validation.IsDNS1123Label(l.LeaseNamespace); len(msgs) > 0 {
+		errs = append(errs, fieldErr(path+".leaseNamespace", "%q is not a valid namespace: %s", l.LeaseNamespace, strings.Join(msgs, "; ")))
+	}
+	lease, renew, retry := l.LeaseDuration.Duration, l.RenewDeadline.Duration, l.RetryPeriod.Duration
+	for _, d := range []struct {
+		name string
+		v    time.Duration
+	}{{"leaseDuration", lease}, {"renewDeadline", renew}, {"retryPeriod", retry}} {
+		if d.v <= 0 {
+			errs = append(errs, fieldErr(path+"."+d.name, "must be > 0, got %v", d.v))
+		}
+	}
+	if lease <= 0 || renew <= 0 || retry <= 0 {
+		return errs
+	}
+	if lease <= renew {
+		errs = append(errs, fieldErr(path+".renewDeadline", "%v must be < leaseDuration (%v)", renew, lease))
+	}
+	if float64(renew) <= leaderElectionJitter*float64(retry) {
+		errs = append(errs, fieldErr(path+".retryPeriod", "%v is too long for renewDeadline %v (must be < renewDeadline/%.1f)", retry, renew, leaderElectionJitter))
+	}
+	return errs
+}
+
+// prefixFieldErrors flattens err (an errors.Join of *FieldError) and puts
+// path in front of each error's path.
+func prefixFieldErrors(path string, err error) []error {
+	if err == nil {
+		return nil
+	}
+	var out []error
+	if j, ok := err.(interface{ Unwrap() []error }); ok {
+		for _, e := range j.Unwrap() {
+			out = append(out, prefixFieldErrors(path, e)...)
+		}
+		return out
+	}
+	var fe *FieldError
+	if errors.As(err, &fe) {
+		return []error{&FieldError{Path: joinPath(path, fe.Path), Reason: fe.Reason}}
+	}
+	return []error{fieldErr(path, "%v", err)}
+}

@@ -1,0 +1,470 @@
+package ipam
+
+import (
+	"fmt"
+	"net/netip"
+	"slices"
+	"strings"
+	"sync"
+
+	v1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/types"
+)
+
+// PortKey is a Service port as far as sharing is concerned: two Services
+// can share an address only if no PortKey appears in both.
+type PortKey struct {
+	Protocol v1.Protocol
+	Port     int32
+}
+
+func (p PortKey) String() string { return fmt.Sprintf("%d/%s", p.Port, p.Protocol) }
+
+// Request is what one Service needs from the allocator.
+type Request struct {
+	// Owner is the Service.
+	Owner types.NamespacedName
+	// Families lists the families to allocate, one address each, in order
+	// (spec.ipFamilies).
+	Families []v1.IPFamily
+	// Pool restricts allocation to the named pool; "" means any pool, in
+	// configuration order.
+	Pool string
+	// Wanted are the requested addresses (at most one per family).
+	Wanted []netip.Addr
+	// ShareKey opts in to sharing: the Service may share an address with
+	// Services that have the same non-empty key and no clashing port.
+	ShareKey string
+	// Ports are the Service's ports.
+	Ports []PortKey
+}
+
+// Assignment is an address held by a Service and its pool.
+type Assignment struct {
+	Addr netip.Addr
+	Pool *Pool
+}
+
+// ProblemKind classifies why a family got no (or not the wanted) address.
+type ProblemKind int
+
+// Problem kinds.
+const (
+	// NoPoolForFamily: no pool (or not the selected pool) has addresses
+	// of the family.
+	NoPoolForFamily ProblemKind = iota
+	// WantedNotInPool: a requested address is in no pool, not in the
+	// selected pool, or of a family the Service does not use. Another
+	// address was allocated instead where possible.
+	WantedNotInPool
+	// WantedInUse: a requested address is held by a Service it cannot be
+	// shared with.
+	WantedInUse
+	// Exhausted: the pools have no free address of the family.
+	Exhausted
+	// UnknownPool: the selected pool is not configured.
+	UnknownPool
+)
+
+// Problem is one thing the allocator could not do for a request.
+type Problem struct {
+	Kind   ProblemKind
+	Family v1.IPFamily
+	// Addr is the requested address for Wanted* problems.
+	Addr    netip.Addr
+	Message string
+}
+
+func (p Problem) String() string { return p.Message }
+
+// Result is the outcome of Allocator.Ensure.
+type Result struct {
+	// Assigned are the addresses the Service now holds, in family order.
+	Assigned []Assignment
+	// Added are the addresses newly assigned by this call.
+	Added []Assignment
+	// Released are the addresses the Service no longer holds.
+	Released []netip.Addr
+	// Problems explain missing or substituted addresses.
+	Problems []Problem
+}
+
+type owner struct {
+	addrs    []netip.Addr
+	shareKey string
+	ports    []PortKey
+}
+
+// Allocator tracks which Service holds which address. It is safe for
+// concurrent use; every method runs under one lock.
+type Allocator struct {
+	mu      sync.Mutex
+	pools   []*Pool
+	holders map[netip.Addr][]types.NamespacedName
+	owners  map[types.NamespacedName]*owner
+}
+
+// New returns an allocator over pools (in allocation order).
+func New(pools []*Pool) *Allocator {
+	return &Allocator{
+		pools:   pools,
+		holders: make(map[netip.Addr][]types.NamespacedName),
+		owners:  make(map[types.NamespacedName]*owner),
+	}
+}
+
+// Pools returns the configured pools.
+func (a *Allocator) Pools() []*Pool { return a.pools }
+
+// PoolOf returns the pool containing addr, or nil.
+func (a *Allocator) PoolOf(addr netip.Addr) *Pool {
+	for _, p := range a.pools {
+		if p.Contains(addr) {
+			return p
+		}
+	}
+	return nil
+}
+
+func (a *Allocator) pool(name string) *Pool {
+	for _, p := range a.pools {
+		if p.Name == name {
+			return p
+		}
+	}
+	return nil
+}
+
+// Holders returns the Services holding addr, sorted.
+func (a *Allocator) Holders(addr netip.Addr) []types.NamespacedName {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	return slices.Clone(a.holders[addr])
+}
+
+// Assigned returns the addresses held by the Service.
+func (a *Allocator) Assigned(svc types.NamespacedName) []Assignment {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	return a.assignments(svc)
+}
+
+// InUse returns the number of addresses held by at least one Service.
+func (a *Allocator) InUse() int {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	return len(a.holders)
+}
+
+func (a *Allocator) assignments(svc types.NamespacedName) []Assignment {
+	o := a.owners[svc]
+	if o == nil {
+		return nil
+	}
+	out := make([]Assignment, 0, len(o.addrs))
+	for _, addr := range o.addrs {
+		out = append(out, Assignment{Addr: addr, Pool: a.PoolOf(addr)})
+	}
+	return out
+}
+
+// Ensure makes the Service hold what req asks for, as far as possible. It
+// is idempotent: addresses the Service holds that still fit the request
+// are kept, others are released, missing ones are allocated.
+func (a *Allocator) Ensure(req Request) Result {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	o := a.owners[req.Owner]
+	if o == nil {
+		o = &owner{}
+		a.owners[req.Owner] = o
+	}
+	o.shareKey, o.ports = req.ShareKey, slices.Clone(req.Ports)
+	var res Result
+
+	var selected *Pool
+	if req.Pool != "" {
+		if selected = a.pool(req.Pool); selected == nil {
+			res.Released = a.releaseLocked(req.Owner)
+			res.Problems = append(res.Problems, Problem{Kind: UnknownPool,
+				Message: fmt.Sprintf("pool %q (annotation) is not configured", req.Pool)})
+			return res
+		}
+	}
+	wanted := a.resolveWanted(req, selected, &res)
+
+	keep := make([]netip.Addr, 0, len(req.Families))
+	for _, fam := range req.Families {
+		if addr, ok := a.ensureFamily(req, o, fam, selected, wanted[fam], &res); ok {
+			keep = append(keep, addr)
+		}
+	}
+	// Release whatever the Service holds beyond keep (e.g. a family it
+	// dropped).
+	for _, addr := range o.addrs {
+		if !slices.Contains(keep, addr) {
+			a.dropHolder(addr, req.Owner)
+			res.Released = append(res.Released, addr)
+		}
+	}
+	o.addrs = keep
+	if len(keep) == 0 {
+		delete(a.owners, req.Owner)
+	}
+	res.Assigned = a.assignments(req.Owner)
+	return res
+}
+
+// resolveWanted maps each usable requested address to its family and
+// records problems for the others.
+func (a *Allocator) resolveWanted(req Request, selected *Pool, res *Result) map[v1.IPFamily]netip.Addr {
+	wanted := map[v1.IPFamily]netip.Addr{}
+	for _, w := range req.Wanted {
+		w = w.Unmap()
+		fam := FamilyOf(w)
+		bad := func(format string, args ...any) {
+			res.Problems = append(res.Problems, Problem{Kind: WantedNotInPool, Family: fam, Addr: w,
+				Message: fmt.Sprintf("requested address %s ", w) + fmt.Sprintf(format, args...)})
+		}
+		switch {
+		case !slices.Contains(req.Families, fam):
+			bad("is %s but the Service's ipFamilies are %v", fam, req.Families)
+		case selected != nil && !selected.Contains(w):
+			bad("is not in pool %q", selected.Name)
+		case a.PoolOf(w) == nil:
+			bad("is not in any pool")
+		case wanted[fam].IsValid():
+			bad("is a second %s address; only %s is used", fam, wanted[fam])
+		default:
+			wanted[fam] = w
+		}
+	}
+	return wanted
+}
+
+// ensureFamily keeps, or allocates, the Service's address of family fam.
+func (a *Allocator) ensureFamily(req Request, o *owner, fam v1.IPFamily, selected *Pool, want netip.Addr, res *Result) (netip.Addr, bool) {
+	candidates := a.candidatePools(fam, selected)
+	if len(candidates) == 0 {
+		msg := fmt.Sprintf("no pool has %s addresses", fam)
+		if selected != nil {
+			msg = fmt.Sprintf("pool %q has no %s addresses", selected.Name, fam)
+		}
+		res.Problems = append(res.Problems, Problem{Kind: NoPoolForFamily, Family: fam, Message: msg})
+		return netip.Addr{}, false
+	}
+	for _, cur := range o.addrs {
+		if FamilyOf(cur) != fam {
+			continue
+		}
+		fits := a.canHold(cur, req.Owner, o)
+		if want.IsValid() {
+			fits = fits && cur == want
+		} else {
+			fits = fits && slices.ContainsFunc(candidates, func(p *Pool) bool { return p.Contains(cur) })
+		}
+		if fits {
+			return cur, true
+		}
+	}
+	if want.IsValid() {
+		if !a.canHold(want, req.Owner, o) {
+			res.Problems = append(res.Problems, Problem{Kind: WantedInUse, Family: fam, Addr: want,
+				Message: fmt.Sprintf("requested address %s is in use by %s", want, a.describeHolders(want, req.Owner, o))})
+			return netip.Addr{}, false
+		}
+		return a.take(want, req.Owner, res), true
+	}
+	if o.shareKey != "" {
+		if addr, ok := a.findShareable(fam, candidates, req.Owner, o); ok {
+			return a.take(addr, req.Owner, res), true
+		}
+	}
+	for _, p := range candidates {
+		if addr, ok := p.firstFree(fam, func(x netip.Addr) bool { return len(a.holders[x]) > 0 }); ok {
+			return a.take(addr, req.Owner, res), true
+		}
+	}
+	names := make([]string, len(candidates))
+	for i, p := range candidates {
+		names[i] = fmt.Sprintf("%q", p.Name)
+	}
+	res.Problems = append(res.Problems, Problem{Kind: Exhausted, Family: fam,
+		Message: fmt.Sprintf("no free %s address in pool %s", fam, strings.Join(names, ", "))})
+	return netip.Addr{}, false
+}
+
+func (a *Allocator) candidatePools(fam v1.IPFamily, selected *Pool) []*Pool {
+	if selected != nil {
+		if selected.HasFamily(fam) {
+			return []*Pool{selected}
+		}
+		return nil
+	}
+	var out []*Pool
+	for _, p := range a.pools {
+		if p.HasFamily(fam) {
+			out = append(out, p)
+		}
+	}
+	return out
+}
+
+// findShareable returns the lowest address of family fam in candidates
+// that is held by other Services and can be shared with svc.
+func (a *Allocator) findShareable(fam v1.IPFamily, candidates []*Pool, svc types.NamespacedName, o *owner) (netip.Addr, bool) {
+	var best netip.Addr
+	for addr, hs := range a.holders {
+		if FamilyOf(addr) != fam || slices.Contains(hs, svc) || !a.canHold(addr, svc, o) {
+			continue
+		}
+		if !slices.ContainsFunc(candidates, func(p *Pool) bool { return p.Contains(addr) }) {
+			continue
+		}
+		if !best.IsValid() || addr.Less(best) {
+			best = addr
+		}
+	}
+	return best, best.IsValid()
+}
+
+// canHold reports whether svc (described by o) may hold addr next to its
+// current holders.
+func (a *Allocator) canHold(addr netip.Addr, svc types.NamespacedName, o *owner) bool {
+	for _, h := range a.holders[addr] {
+		if h == svc {
+			continue
+		}
+		other := a.owners[h]
+		if o.shareKey == "" || other.shareKey != o.shareKey || portsClash(o.ports, other.ports) {
+			return false
+		}
+	}
+	return true
+}
+
+func (a *Allocator) describeHolders(addr netip.Addr, svc types.NamespacedName, o *owner) string {
+	var parts []string
+	for _, h := range a.holders[addr] {
+		if h == svc {
+			continue
+		}
+		other := a.owners[h]
+		if o.shareKey != "" && other.shareKey == o.shareKey && !portsClash(o.ports, other.ports) {
+			continue // not the one in the way
+		}
+		why := "which does not allow sharing"
+		switch {
+		case o.shareKey == "":
+			why = "and this Service does not allow sharing"
+		case other.shareKey == "":
+		case other.shareKey != o.shareKey:
+			why = fmt.Sprintf("with a different sharing key (%q)", other.shareKey)
+		default:
+			why = "with clashing ports " + clashing(o.ports, other.ports)
+		}
+		parts = append(parts, h.String()+" "+why)
+	}
+	return strings.Join(parts, ", ")
+}
+
+func portsClash(a, b []PortKey) bool { return clashing(a, b) != "" }
+
+func clashing(a, b []PortKey) string {
+	var out []string
+	for _, p := range a {
+		if slices.Contains(b, p) {
+			out = append(out, p.String())
+		}
+	}
+	return strings.Join(out, ",")
+}
+
+func (a *Allocator) take(addr netip.Addr, svc types.NamespacedName, res *Result) netip.Addr {
+	if !slices.Contains(a.holders[addr], svc) {
+		a.holders[addr] = insertSorted(a.holders[addr], svc)
+		res.Added = append(res.Added, Assignment{Addr: addr, Pool: a.PoolOf(addr)})
+	}
+	return addr
+}
+
+func (a *Allocator) dropHolder(addr netip.Addr, svc types.NamespacedName) {
+	hs := slices.DeleteFunc(a.holders[addr], func(h types.NamespacedName) bool { return h == svc })
+	if len(hs) == 0 {
+		delete(a.holders, addr)
+	} else {
+		a.holders[addr] = hs
+	}
+}
+
+// Release frees every address held by the Service and returns them.
+func (a *Allocator) Release(svc types.NamespacedName) []netip.Addr {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	return a.releaseLocked(svc)
+}
+
+func (a *Allocator) releaseLocked(svc types.NamespacedName) []netip.Addr {
+	o := a.owners[svc]
+	if o == nil {
+		return nil
+	}
+	for _, addr := range o.addrs {
+		a.dropHolder(addr, svc)
+	}
+	delete(a.owners, svc)
+	return o.addrs
+}
+
+// Restore records that the Service already holds addrs (read back from
+// its status after a restart). Addresses outside every pool, a second
+// address of one family, and addresses that another Service holds and
+// cannot share are skipped and reported. Restore adds to what the Service
+// holds; the next Ensure reconciles it with the Service's request.
+func (a *Allocator) Restore(svc types.NamespacedName, addrs []netip.Addr, shareKey string, ports []PortKey) []Problem {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	o := a.owners[svc]
+	if o == nil {
+		o = &owner{}
+	}
+	o.shareKey, o.ports = shareKey, slices.Clone(ports)
+	var problems []Problem
+	for _, addr := range addrs {
+		addr = addr.Unmap()
+		fam := FamilyOf(addr)
+		switch {
+		case slices.Contains(o.addrs, addr):
+			continue
+		case a.PoolOf(addr) == nil:
+			problems = append(problems, Problem{Kind: WantedNotInPool, Family: fam, Addr: addr,
+				Message: fmt.Sprintf("address %s is not in any pool", addr)})
+			continue
+		case slices.ContainsFunc(o.addrs, func(x netip.Addr) bool { return FamilyOf(x) == fam }):
+			problems = append(problems, Problem{Kind: WantedNotInPool, Family: fam, Addr: addr,
+				Message: fmt.Sprintf("address %s is a second %s address", addr, fam)})
+			continue
+		}
+		a.owners[svc] = o // canHold reads the owners of current holders only
+		if !a.canHold(addr, svc, o) {
+			problems = append(problems, Problem{Kind: WantedInUse, Family: fam, Addr: addr,
+				Message: fmt.Sprintf("address %s is in use by %s", addr, a.describeHolders(addr, svc, o))})
+			continue
+		}
+		a.holders[addr] = insertSorted(a.holders[addr], svc)
+		o.addrs = append(o.addrs, addr)
+	}
+	if len(o.addrs) == 0 {
+		delete(a.owners, svc)
+	} else {
+		a.owners[svc] = o
+	}
+	return problems
+}
+
+func insertSorted(hs []types.NamespacedName, svc types.NamespacedName) []types.NamespacedName {
+	i, _ := slices.BinarySearchFunc(hs, svc, func(x, y types.NamespacedName) int {
+		return strings.Compare(x.String(), y.String())
+	})
+	return slices.Insert(hs, i, svc)
+}

@@ -1,0 +1,316 @@
+package loadbalancer
+
+import (
+	"context"
+	"fmt"
+	"net/netip"
+	"slices"
+	"strings"
+
+	v1 "k8s.io/api/core/v1"
+	apiequality "k8s.io/apimachinery/pkg/api/equality"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/api/meta"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/client-go/util/retry"
+	"k8s.io/klog/v2"
+
+	"github.com/antrea-proxy/antrea-proxy/pkg/loadbalancer/conditions"
+	"github.com/antrea-proxy/antrea-proxy/pkg/loadbalancer/ipam"
+)
+
+// Event reasons emitted on Services.
+const (
+	EventAllocated        = "IPAllocated"
+	EventReleased         = "IPReleased"
+	EventAllocationFailed = "AllocationFailed"
+	EventNodeAssigned     = "AnnouncingNodeAssigned"
+)
+
+// sync brings one Service in line. Writes carry the resourceVersion they
+// were computed from; on a conflict the Service is read again from the
+// API server and the whole sync is redone.
+func (c *Controller) sync(ctx context.Context, key types.NamespacedName) error {
+	svc, err := c.services.Services(key.Namespace).Get(key.Name)
+	if apierrors.IsNotFound(err) {
+		c.afterRelease(key, c.alloc.Release(key))
+		return nil
+	}
+	if err != nil {
+		return err
+	}
+	attempt := 0
+	err = retry.RetryOnConflict(retry.DefaultRetry, func() error {
+		if attempt++; attempt > 1 {
+			fresh, err := c.client.CoreV1().Services(key.Namespace).Get(ctx, key.Name, metav1.GetOptions{})
+			if apierrors.IsNotFound(err) {
+				c.afterRelease(key, c.alloc.Release(key))
+				return nil
+			}
+			if err != nil {
+				return err
+			}
+			svc = fresh
+		}
+		if !c.handles(svc) || svc.DeletionTimestamp != nil {
+			return c.cleanup(ctx, svc)
+		}
+		return c.reconcile(ctx, svc)
+	})
+	if err != nil {
+		return fmt.Errorf("syncing Service %s: %w", key, err)
+	}
+	return nil
+}
+
+// cleanup releases the Service's addresses and, if it carries our
+// finalizer, clears the status we wrote and removes the finalizer and the
+// announcing-node annotation. Services without the finalizer are never
+// written.
+func (c *Controller) cleanup(ctx context.Context, svc *v1.Service) error {
+	key := types.NamespacedName{Namespace: svc.Namespace, Name: svc.Name}
+	if released := c.alloc.Release(key); len(released) > 0 {
+		c.afterRelease(key, released)
+		c.recorder.Eventf(svc, v1.EventTypeNormal, EventReleased, "Released %s", joinAddrs(released))
+		klog.InfoS("Released LoadBalancer addresses", "service", key, "addresses", released)
+	}
+	if !hasFinalizer(svc.Finalizers) {
+		return nil
+	}
+	st := svc.Status.DeepCopy()
+	changed := len(st.LoadBalancer.Ingress) > 0
+	st.LoadBalancer.Ingress = nil
+	changed = conditions.Remove(&st.Conditions) || changed
+	if changed {
+		upd := svc.DeepCopy()
+		upd.Status = *st
+		out, err := c.client.CoreV1().Services(svc.Namespace).UpdateStatus(ctx, upd, metav1.UpdateOptions{})
+		if apierrors.IsNotFound(err) {
+			return nil
+		}
+		if err != nil {
+			return err
+		}
+		svc = out
+	}
+	upd := svc.DeepCopy()
+	upd.Finalizers = slices.DeleteFunc(upd.Finalizers, func(f string) bool { return f == Finalizer })
+	delete(upd.Annotations, AnnotationAnnouncingNode)
+	if _, err := c.client.CoreV1().Services(svc.Namespace).Update(ctx, upd, metav1.UpdateOptions{}); err != nil && !apierrors.IsNotFound(err) {
+		return err
+	}
+	return nil
+}
+
+// reconcile allocates for a Service we handle and writes finalizer,
+// announcing nodes and status.
+func (c *Controller) reconcile(ctx context.Context, svc *v1.Service) error {
+	key := types.NamespacedName{Namespace: svc.Namespace, Name: svc.Name}
+	req, bad := request(svc)
+	var res ipam.Result
+	if len(bad) > 0 {
+		res.Released = c.alloc.Release(key)
+	} else {
+		res = c.alloc.Ensure(req)
+	}
+	ev := evaluate(svc, res, bad)
+	if ev.refused() && len(res.Assigned) > 0 {
+		// Addresses allocated by this call were never published.
+		for _, a := range c.alloc.Release(key) {
+			if !slices.ContainsFunc(res.Added, func(x ipam.Assignment) bool { return x.Addr == a }) {
+				res.Released = append(res.Released, a)
+			}
+		}
+		res.Assigned, res.Added = nil, nil
+	}
+	c.afterRelease(key, res.Released)
+	if len(res.Added) > 0 {
+		c.recorder.Eventf(svc, v1.EventTypeNormal, EventAllocated, "Allocated %s", describeAssignments(res.Added))
+		klog.InfoS("Allocated LoadBalancer addresses", "service", key, "addresses", describeAssignments(res.Added))
+	}
+	if len(res.Released) > 0 {
+		c.recorder.Eventf(svc, v1.EventTypeNormal, EventReleased, "Released %s", joinAddrs(res.Released))
+	}
+
+	anns, pending, err := c.announce(svc, res.Assigned)
+	if err != nil {
+		return err
+	}
+	verdict := conditions.Verdict{
+		Generation:     svc.Generation,
+		Unsupported:    ev.unsupported,
+		Infrastructure: ev.infrastructure,
+		Degraded:       ev.degraded,
+		Pending:        pending,
+	}
+	for _, a := range res.Assigned {
+		switch i := slices.IndexFunc(anns, func(x Announcement) bool { return x.Addr == a.Addr }); {
+		case a.Pool.Mode == v1.LoadBalancerIPModeProxy:
+			verdict.Ready = append(verdict.Ready, fmt.Sprintf("%s (Proxy)", a.Addr))
+		case i >= 0:
+			verdict.Ready = append(verdict.Ready, fmt.Sprintf("%s (VIP, announced by %s)", a.Addr, anns[i].Node))
+		}
+	}
+
+	if svc, err = c.writeMetadata(ctx, svc, anns); err != nil {
+		return err
+	}
+	return c.writeStatus(ctx, svc, res.Assigned, verdict)
+}
+
+// writeMetadata makes sure the Service has our finalizer and the
+// announcing-node annotation for anns, and returns the Service as stored.
+func (c *Controller) writeMetadata(ctx context.Context, svc *v1.Service, anns []Announcement) (*v1.Service, error) {
+	value := FormatAnnouncingNodes(anns)
+	cur, has := svc.Annotations[AnnotationAnnouncingNode]
+	if hasFinalizer(svc.Finalizers) && cur == value && has == (value != "") {
+		return svc, nil
+	}
+	upd := svc.DeepCopy()
+	if !hasFinalizer(upd.Finalizers) {
+		upd.Finalizers = append(upd.Finalizers, Finalizer)
+	}
+	if value == "" {
+		delete(upd.Annotations, AnnotationAnnouncingNode)
+	} else {
+		if upd.Annotations == nil {
+			upd.Annotations = map[string]string{}
+		}
+		upd.Annotations[AnnotationAnnouncingNode] = value
+	}
+	return c.client.CoreV1().Services(svc.Namespace).Update(ctx, upd, metav1.UpdateOptions{})
+}
+
+// writeStatus writes ingress and conditions when they differ from the
+// stored status, and emits a warning Event when serving fails anew.
+func (c *Controller) writeStatus(ctx context.Context, svc *v1.Service, as []ipam.Assignment, v conditions.Verdict) error {
+	st := svc.Status.DeepCopy()
+	var before metav1.Condition
+	if old := meta.FindStatusCondition(st.Conditions, conditions.TypeServing); old != nil {
+		before = *old
+	}
+	st.LoadBalancer.Ingress = ingress(svc, as)
+	changed := conditions.Apply(&st.Conditions, v, metav1.NewTime(c.clock.Now()))
+	if !changed && apiequality.Semantic.DeepEqual(svc.Status.LoadBalancer, st.LoadBalancer) {
+		return nil
+	}
+	upd := svc.DeepCopy()
+	upd.Status = *st
+	out, err := c.client.CoreV1().Services(svc.Namespace).UpdateStatus(ctx, upd, metav1.UpdateOptions{})
+	if err != nil {
+		return err
+	}
+	after := meta.FindStatusCondition(out.Status.Conditions, conditions.TypeServing)
+	if after != nil && after.Status == metav1.ConditionFalse && (after.Reason != before.Reason || after.Message != before.Message) &&
+		(after.Reason == conditions.ReasonUnsupported || after.Reason == conditions.ReasonInfrastructure) {
+		c.recorder.Eventf(out, v1.EventTypeWarning, EventAllocationFailed, "%s: %s", after.Reason, after.Message)
+	}
+	return nil
+}
+
+// announce picks the announcing node of each VIP-mode address. It returns
+// the announcements, and a pending message for each address without an
+// eligible node.
+func (c *Controller) announce(svc *v1.Service, as []ipam.Assignment) ([]Announcement, []string, error) {
+	key := types.NamespacedName{Namespace: svc.Namespace, Name: svc.Name}
+	var anns []Announcement
+	var pending []string
+	for _, a := range as {
+		if a.Pool.Mode != v1.LoadBalancerIPModeVIP {
+			continue
+		}
+		holders := c.alloc.Holders(a.Addr)
+		sharers := []*v1.Service{svc}
+		for _, h := range holders {
+			if h == key {
+				continue
+			}
+			if other, err := c.services.Services(h.Namespace).Get(h.Name); err == nil {
+				sharers = append(sharers, other)
+			}
+		}
+		eligible, err := c.picker.eligible(a.Pool, sharers)
+		if err != nil {
+			return nil, nil, fmt.Errorf("choosing the node announcing %s: %w", a.Addr, err)
+		}
+		c.mu.Lock()
+		current := c.announcer[a.Addr]
+		node := choose(a.Addr, eligible, current)
+		if node == "" {
+			delete(c.announcer, a.Addr)
+		} else {
+			c.announcer[a.Addr] = node
+		}
+		c.mu.Unlock()
+		if node != current {
+			for _, h := range holders {
+				if h != key {
+					c.queue.Add(h)
+				}
+			}
+			if node != "" {
+				msg := fmt.Sprintf("%s is announced by node %s", a.Addr, node)
+				if current != "" {
+					msg += fmt.Sprintf(" (was %s)", current)
+				}
+				c.recorder.Event(svc, v1.EventTypeNormal, EventNodeAssigned, msg)
+			}
+		}
+		if node == "" {
+			pending = append(pending, pendingMessage(a, sharers))
+			continue
+		}
+		anns = append(anns, Announcement{Addr: a.Addr, Node: node})
+	}
+	return anns, pending, nil
+}
+
+func pendingMessage(a ipam.Assignment, sharers []*v1.Service) string {
+	msg := "waiting for a Ready node"
+	if !a.Pool.NodeSelector.Empty() {
+		msg += fmt.Sprintf(" matching the nodeSelector of pool %q", a.Pool.Name)
+	}
+	if slices.ContainsFunc(sharers, func(s *v1.Service) bool {
+		return s.Spec.ExternalTrafficPolicy == v1.ServiceExternalTrafficPolicyLocal
+	}) {
+		msg += " with a ready local endpoint (externalTrafficPolicy=Local)"
+	}
+	return msg + " to announce " + a.Addr.String()
+}
+
+// afterRelease forgets the announcing node of released addresses nobody
+// holds any more, and queues the remaining holders of shared ones (their
+// node choice may change).
+func (c *Controller) afterRelease(key types.NamespacedName, released []netip.Addr) {
+	for _, addr := range released {
+		holders := c.alloc.Holders(addr)
+		if len(holders) == 0 {
+			c.mu.Lock()
+			delete(c.announcer, addr)
+			c.mu.Unlock()
+			continue
+		}
+		for _, h := range holders {
+			if h != key {
+				c.queue.Add(h)
+			}
+		}
+	}
+}
+
+func describeAssignments(as []ipam.Assignment) string {
+	parts := make([]string, len(as))
+	for i, a := range as {
+		parts[i] = fmt.Sprintf("%s from pool %q (ipMode %s)", a.Addr, a.Pool.Name, a.Pool.Mode)
+	}
+	return strings.Join(parts, ", ")
+}
+
+func joinAddrs(as []netip.Addr) string {
+	parts := make([]string, len(as))
+	for i, a := range as {
+		parts[i] = a.String()
+	}
+	return strings.Join(parts, ", ")
+}

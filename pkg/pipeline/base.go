@@ -19,6 +19,9 @@ type NodeConfig struct {
 	GatewayIPv4, GatewayIPv6 netip.Addr
 	// NodePortAddresses are the node addresses on which NodePorts are served.
 	NodePortAddresses []netip.Addr
+	// NodeName and Zone (the node's topology.kubernetes.io/zone label) drive topology-aware
+	// routing.
+	NodeName, Zone string
 }
 
 // family is one IP family's constants.
@@ -58,6 +61,12 @@ func (n *NodeConfig) gatewayIP(f family) netip.Addr {
 	return n.GatewayIPv6
 }
 
+// ToServiceLB continues a packet into load balancing: learned session affinity flows first (they
+// only load registers, so they are resubmitted to), then ServiceLB.
+func ToServiceLB() []of.Action {
+	return []of.Action{of.Resubmit{Table: TableSessionAffinity}, of.GotoTable{Table: TableServiceLB}}
+}
+
 func gotoFlow(table uint8, cookie uint64, next uint8) of.Flow {
 	return of.Flow{Table: table, Priority: PriorityMiss, Cookie: cookie, Actions: []of.Action{of.GotoTable{Table: next}}}
 }
@@ -79,10 +88,13 @@ func BaseFlows(n NodeConfig) []of.Flow {
 			Match:   of.Match{CtState: &of.CtState{Set: of.CtTrk, Unset: of.CtNew}},
 			Actions: []of.Action{of.GotoTable{Table: TableL3Forwarding}}},
 		gotoFlow(TableConntrackState, c, TableNodePortMark),
-		gotoFlow(TableNodePortMark, c, TableServiceLB),
+		{Table: TableNodePortMark, Priority: PriorityMiss, Cookie: c, Actions: ToServiceLB()},
+		// Only resubmitted to: a miss returns to NodePortMark's goto_table.
+		{Table: TableSessionAffinity, Priority: PriorityMiss, Cookie: c, Actions: []of.Action{of.Drop{}}},
 		gotoFlow(TableServiceLB, c, TableConntrackCommit),
 		gotoFlow(TableConntrackCommit, c, TableL3Forwarding),
 		{Table: TableEndpointDNAT, Priority: PriorityMiss, Cookie: c, Actions: []of.Action{of.Drop{}}},
+		{Table: TableSessionAffinityLearn, Priority: PriorityMiss, Cookie: c, Actions: []of.Action{of.Resubmit{Table: TableEndpointDNAT}}},
 		gotoFlow(TableServiceSNAT, c, TableL3Forwarding),
 		{Table: TableL3Forwarding, Priority: PriorityMiss, Cookie: c, Actions: []of.Action{of.Normal{}}},
 	}
@@ -119,11 +131,8 @@ func BaseFlows(n NodeConfig) []of.Flow {
 			continue
 		}
 		flows = append(flows, of.Flow{Table: TableNodePortMark, Priority: PriorityNormal, Cookie: c,
-			Match: of.Match{EthType: f.ethType, Dst: netip.PrefixFrom(a, a.BitLen())},
-			Actions: []of.Action{
-				of.SetReg{Reg: RegSource, Value: BitNodePortAddr, Mask: BitNodePortAddr},
-				of.GotoTable{Table: TableServiceLB},
-			}})
+			Match:   of.Match{EthType: f.ethType, Dst: netip.PrefixFrom(a, a.BitLen())},
+			Actions: append([]of.Action{of.SetReg{Reg: RegSource, Value: BitNodePortAddr, Mask: BitNodePortAddr}}, ToServiceLB()...)})
 	}
 	return flows
 }

@@ -31,6 +31,9 @@ const (
 	CategoryEndpoint Category = 3
 	// CategoryPod is the node data path's per-pod flows.
 	CategoryPod Category = 4
+	// CategoryAffinity is flows learned for session affinity (object = the Service port's group
+	// ID). They expire on their own; an agent restart keeps them.
+	CategoryAffinity Category = 6
 )
 
 func (c Category) String() string {
@@ -43,6 +46,10 @@ func (c Category) String() string {
 		return "endpoint"
 	case CategoryPod:
 		return "pod"
+	case CategoryAffinity:
+		return "affinity"
+	case CategoryGateway:
+		return "gateway"
 	}
 	return fmt.Sprintf("category-%d", uint8(c))
 }

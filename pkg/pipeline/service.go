@@ -7,10 +7,15 @@ import (
 	"github.com/antrea-proxy/antrea-proxy/pkg/proxy/model"
 )
 
+// MaxAffinityTimeout is the longest session affinity an OpenFlow learn action can carry
+// (idle_timeout is 16 bits). Longer timeouts are capped to it.
+const MaxAffinityTimeout = 65535
+
 // ServicePortFlows is what one Service port needs in one IP family.
 type ServicePortFlows struct {
-	// Group is the port's select group; nil when the port has no usable endpoint.
-	Group *of.Group
+	// Groups are the port's select groups: the cluster group and, with a Local traffic policy,
+	// the local group. A set without endpoints has no group (its traffic is dropped).
+	Groups []*of.Group
 	// Flows are owned by this Service port alone (cookie category service, object group ID).
 	Flows []of.Flow
 	// EndpointFlows are DNAT flows that every Service port selecting the same endpoint shares.
@@ -22,87 +27,213 @@ type ServicePortInput struct {
 	Port      model.ServicePort
 	Endpoints []model.Endpoint
 	IPv6      bool
-	GroupID   uint32
+	// GroupID is the cluster group's ID; it is also the cookie object of the port's flows.
+	GroupID uint32
+	// LocalGroupID is the local group's ID, used with a Local traffic policy.
+	LocalGroupID uint32
 }
 
 var protoOf = map[model.Protocol]of.IPProto{model.TCP: of.ProtoTCP, model.UDP: of.ProtoUDP, model.SCTP: of.ProtoSCTP}
 
+// servicePort holds what the flow builders of one Service port share.
+type servicePort struct {
+	n       NodeConfig
+	in      ServicePortInput
+	fam     family
+	proto   of.IPProto
+	cookie  uint64
+	sets    endpointSets
+	timeout uint16 // session affinity idle timeout; 0 without affinity
+}
+
 // ServicePort computes the groups and flows of one Service port in one family.
 func ServicePort(n NodeConfig, in ServicePortInput) ServicePortFlows {
-	fam := familyV4
-	if in.IPv6 {
-		fam = familyV6
-	}
-	sp := in.Port
-	proto, ok := protoOf[sp.Protocol]
+	proto, ok := protoOf[in.Port.Protocol]
 	if !ok {
 		return ServicePortFlows{}
 	}
+	s := &servicePort{n: n, in: in, fam: familyV4, proto: proto,
+		cookie: Cookie(n.Round, CategoryService, uint64(in.GroupID)),
+		sets:   categorize(in.Endpoints, in.IPv6, n.NodeName, n.Zone)}
+	if in.IPv6 {
+		s.fam = familyV6
+	}
+	if t := in.Port.StickyMaxAgeSeconds; t > 0 {
+		s.timeout = uint16(min(t, MaxAffinityTimeout))
+	}
 	var out ServicePortFlows
-	eps := usableEndpoints(in.Endpoints, in.IPv6)
-	target := []of.Action{of.Drop{}}
-	if len(eps) > 0 {
-		out.Group = endpointGroup(in.GroupID, fam, proto, eps)
-		target = []of.Action{of.GroupAction{ID: in.GroupID}}
-		for _, ep := range eps {
-			out.EndpointFlows = append(out.EndpointFlows, endpointDNATFlow(n.Round, fam, proto, ep))
+	useLocal := in.Port.InternalPolicyLocal || (in.Port.ExternalPolicyLocal && s.hasExternal())
+	for _, g := range []struct {
+		id   uint32
+		eps  []model.Endpoint
+		used bool
+	}{{in.GroupID, s.sets.cluster, true}, {in.LocalGroupID, s.sets.local, useLocal}} {
+		if !g.used || len(g.eps) == 0 {
+			continue
+		}
+		out.Groups = append(out.Groups, s.group(g.id, g.eps))
+		if s.timeout > 0 {
+			for _, ep := range g.eps {
+				out.Flows = append(out.Flows, s.learnFlow(g.id, ep))
+			}
 		}
 	}
-	external := target
-	if !sp.ExternalPolicyLocal && len(eps) > 0 {
-		external = append([]of.Action{of.SetReg{Reg: RegSource, Value: BitExternalService, Mask: BitExternalService}}, target...)
+	out.EndpointFlows = s.endpointFlows()
+	out.Flows = append(out.Flows, s.serviceLBFlows()...)
+	return out
+}
+
+func (s *servicePort) hasExternal() bool {
+	if s.in.Port.NodePort != 0 || len(s.in.Port.ExternalIPs) > 0 {
+		return true
 	}
-	cookie := Cookie(n.Round, CategoryService, uint64(in.GroupID))
-	addrFlow := func(a netip.Addr, actions []of.Action) of.Flow {
-		return of.Flow{Table: TableServiceLB, Priority: PriorityNormal, Cookie: cookie,
-			Match: of.Match{EthType: fam.ethType, IPProto: proto, CtState: &of.CtState{Set: of.CtNew | of.CtTrk},
-				Dst: netip.PrefixFrom(a, a.BitLen()), TpDst: sp.Port},
-			Actions: actions}
+	for _, ing := range s.in.Port.LoadBalancerIngress {
+		if ing.Decision.Program {
+			return true
+		}
+	}
+	return false
+}
+
+// target is where one kind of traffic goes: a group, or nowhere.
+type target struct {
+	gid  uint32
+	eps  []model.Endpoint
+	snat bool // mark for SNAT when the connection came from outside the node
+}
+
+func (s *servicePort) cluster(snat bool) target {
+	return target{gid: s.in.GroupID, eps: s.sets.cluster, snat: snat}
+}
+
+func (s *servicePort) local() target { return target{gid: s.in.LocalGroupID, eps: s.sets.local} }
+
+// lbActions sends a new connection to the target's group, or drops it when the target has no
+// endpoint.
+func (s *servicePort) lbActions(t target) []of.Action {
+	if len(t.eps) == 0 {
+		return []of.Action{of.Drop{}}
+	}
+	var a []of.Action
+	if t.snat {
+		a = append(a, of.SetReg{Reg: RegSource, Value: BitExternalService, Mask: BitExternalService})
+	}
+	if s.timeout > 0 {
+		a = append(a, of.SetReg{Reg: RegServiceGroup, Value: t.gid})
+	}
+	return append(a, of.GroupAction{ID: t.gid})
+}
+
+// selectedActions continues a connection whose endpoint a learned affinity flow already chose.
+func (s *servicePort) selectedActions(t target) []of.Action {
+	var a []of.Action
+	if t.snat {
+		a = append(a, of.SetReg{Reg: RegSource, Value: BitExternalService, Mask: BitExternalService})
+	}
+	return append(a, of.GotoTable{Table: TableEndpointDNAT})
+}
+
+// entry is one way into the Service: a match (without ct_state, protocol or registers set by
+// the entry itself) and where its traffic goes.
+type entry struct {
+	match of.Match
+	// reg0 bits the match requires.
+	reg0, reg0Mask uint32
+	priority       uint16
+	to             target
+}
+
+// serviceLBFlows builds the ServiceLB flows of every way into the Service port.
+func (s *servicePort) serviceLBFlows() []of.Flow {
+	sp := s.in.Port
+	var entries []entry
+	dst := func(a netip.Addr) of.Match { return of.Match{Dst: netip.PrefixFrom(a, a.BitLen()), TpDst: sp.Port} }
+	clusterIPTarget := s.cluster(false)
+	if sp.InternalPolicyLocal {
+		clusterIPTarget = s.local()
 	}
 	for _, ip := range sp.ClusterIPs {
-		if familyOf(ip) == fam {
-			out.Flows = append(out.Flows, addrFlow(ip, target))
+		if familyOf(ip) == s.fam {
+			entries = append(entries, entry{match: dst(ip), priority: PriorityNormal, to: clusterIPTarget})
 		}
 	}
+	var flows []of.Flow
 	for _, ip := range sp.ExternalIPs {
-		if familyOf(ip) == fam {
-			out.Flows = append(out.Flows, addrFlow(ip, external))
+		if familyOf(ip) == s.fam {
+			entries = append(entries, s.external(dst(ip), 0, 0, PriorityNormal)...)
 		}
 	}
 	for _, ing := range sp.LoadBalancerIngress {
-		if ing.Decision.Program && ing.IP.IsValid() && familyOf(ing.IP) == fam {
-			out.Flows = append(out.Flows, addrFlow(ing.IP, external))
+		if !ing.Decision.Program || !ing.IP.IsValid() || familyOf(ing.IP) != s.fam {
+			continue
 		}
+		ranges := s.sourceRanges()
+		if len(ranges) == 0 {
+			entries = append(entries, s.external(dst(ing.IP), 0, 0, PriorityNormal)...)
+			continue
+		}
+		for _, r := range ranges {
+			m := dst(ing.IP)
+			m.Src = r
+			entries = append(entries, s.external(m, 0, 0, PriorityNormal)...)
+		}
+		// Anything else to this LB IP is dropped.
+		flows = append(flows, s.flow(PriorityRangeDrop, dst(ing.IP), 0, 0, []of.Action{of.Drop{}}))
 	}
 	if sp.NodePort != 0 {
-		out.Flows = append(out.Flows, of.Flow{Table: TableServiceLB, Priority: PriorityLow, Cookie: cookie,
-			Match: of.Match{EthType: fam.ethType, IPProto: proto, CtState: &of.CtState{Set: of.CtNew | of.CtTrk},
-				Regs:  []of.RegMatch{{Reg: RegSource, Value: BitNodePortAddr, Mask: BitNodePortAddr}},
-				TpDst: sp.NodePort},
-			Actions: external})
+		entries = append(entries, s.external(of.Match{TpDst: sp.NodePort}, BitNodePortAddr, BitNodePortAddr, PriorityLow)...)
+	}
+	for _, e := range entries {
+		if s.timeout == 0 {
+			flows = append(flows, s.flow(e.priority, e.match, e.reg0, e.reg0Mask, s.lbActions(e.to)))
+			continue
+		}
+		notSelected := s.flow(e.priority, e.match, e.reg0, e.reg0Mask, s.lbActions(e.to))
+		notSelected.Match.Regs = append(notSelected.Match.Regs, of.RegMatch{Reg: RegEndpointPort, Value: 0, Mask: BitEndpointSet})
+		selected := s.flow(e.priority, e.match, e.reg0, e.reg0Mask, s.selectedActions(e.to))
+		selected.Match.Regs = append(selected.Match.Regs, of.RegMatch{Reg: RegEndpointPort, Value: BitEndpointSet, Mask: BitEndpointSet})
+		if len(e.to.eps) == 0 {
+			flows = append(flows, s.flow(e.priority, e.match, e.reg0, e.reg0Mask, []of.Action{of.Drop{}}))
+			continue
+		}
+		flows = append(flows, notSelected, selected)
+	}
+	return flows
+}
+
+// external returns the entries of a NodePort, LB IP or ExternalIP. With
+// externalTrafficPolicy=Local, connections from pods on this node short-circuit to the cluster
+// endpoints, and every other connection goes to the local endpoints without SNAT, so that the
+// client address is preserved.
+func (s *servicePort) external(m of.Match, reg0, mask uint32, prio uint16) []entry {
+	if !s.in.Port.ExternalPolicyLocal {
+		return []entry{{match: m, reg0: reg0, reg0Mask: mask, priority: prio, to: s.cluster(true)}}
+	}
+	return []entry{
+		{match: m, reg0: reg0 | SourcePod, reg0Mask: mask | SourceMask, priority: prio + 1, to: s.cluster(false)},
+		{match: m, reg0: reg0, reg0Mask: mask, priority: prio, to: s.local()},
+	}
+}
+
+func (s *servicePort) sourceRanges() []netip.Prefix {
+	var out []netip.Prefix
+	for _, r := range s.in.Port.SourceRanges {
+		if r.IsValid() && r.Addr().Is6() == (s.fam == familyV6) {
+			out = append(out, r)
+		}
 	}
 	return out
 }
 
-// usableEndpoints picks the endpoints of one family that receive new connections: the ready
-// ones, or, when none is ready, those that are serving and terminating (KEP-1669).
-func usableEndpoints(all []model.Endpoint, ipv6 bool) []model.Endpoint {
-	var ready, terminating []model.Endpoint
-	for _, ep := range all {
-		if !ep.IP.IsValid() || ep.IP.Is6() != ipv6 || ep.Port == 0 {
-			continue
-		}
-		switch {
-		case ep.Ready:
-			ready = append(ready, ep)
-		case ep.Serving && ep.Terminating:
-			terminating = append(terminating, ep)
-		}
+// flow builds a ServiceLB flow for new connections of this port's protocol.
+func (s *servicePort) flow(prio uint16, m of.Match, reg0, reg0Mask uint32, actions []of.Action) of.Flow {
+	m.EthType, m.IPProto = s.fam.ethType, s.proto
+	m.CtState = &of.CtState{Set: of.CtNew | of.CtTrk}
+	m.Regs = nil
+	if reg0Mask != 0 {
+		m.Regs = []of.RegMatch{{Reg: RegSource, Value: reg0, Mask: reg0Mask}}
 	}
-	if len(ready) > 0 {
-		return ready
-	}
-	return terminating
+	return of.Flow{Table: TableServiceLB, Priority: prio, Cookie: s.cookie, Match: m, Actions: actions}
 }
 
 func hashFields(fam family, proto of.IPProto) []string {
@@ -114,15 +245,79 @@ func hashFields(fam family, proto of.IPProto) []string {
 	return []string{src, dst, l4 + "_src", l4 + "_dst"}
 }
 
-func endpointGroup(id uint32, fam family, proto of.IPProto, eps []model.Endpoint) *of.Group {
-	g := &of.Group{ID: id, Type: of.GroupTypeSelect, HashFields: hashFields(fam, proto)}
+// group builds a select group with one bucket per endpoint. A bucket loads its endpoint into
+// registers and continues to EndpointDNAT, or, with session affinity, to SessionAffinityLearn.
+func (s *servicePort) group(id uint32, eps []model.Endpoint) *of.Group {
+	next := TableEndpointDNAT
+	if s.timeout > 0 {
+		next = TableSessionAffinityLearn
+	}
+	g := &of.Group{ID: id, Type: of.GroupTypeSelect, HashFields: hashFields(s.fam, s.proto)}
 	for i, ep := range eps {
 		actions := append(loadEndpointIP(ep.IP),
 			of.SetReg{Reg: RegEndpointPort, Value: uint32(ep.Port) | BitEndpointSet, Mask: EndpointPortMask | BitEndpointSet},
-			of.Resubmit{Table: TableEndpointDNAT})
+			of.Resubmit{Table: next})
 		g.Buckets = append(g.Buckets, of.Bucket{ID: uint32(i), Weight: 100, Actions: actions})
 	}
 	return g
+}
+
+// endpointMatch matches the endpoint loaded into registers.
+func (s *servicePort) endpointMatch(ep model.Endpoint) of.Match {
+	regs := append(ipWords(ep.IP), of.RegMatch{Reg: RegEndpointPort, Value: uint32(ep.Port) | BitEndpointSet, Mask: EndpointPortMask | BitEndpointSet})
+	sortRegs(regs)
+	return of.Match{EthType: s.fam.ethType, IPProto: s.proto, Regs: regs}
+}
+
+// endpointFlows are the shared DNAT flows of every endpoint the port's groups may select.
+func (s *servicePort) endpointFlows() []of.Flow {
+	seen := map[netip.AddrPort]bool{}
+	var flows []of.Flow
+	for _, set := range [][]model.Endpoint{s.sets.cluster, s.sets.local} {
+		for _, ep := range set {
+			k := netip.AddrPortFrom(ep.IP, ep.Port)
+			if seen[k] {
+				continue
+			}
+			seen[k] = true
+			flows = append(flows, of.Flow{Table: TableEndpointDNAT, Priority: PriorityNormal, Cookie: Cookie(s.n.Round, CategoryEndpoint, 0),
+				Match: s.endpointMatch(ep),
+				Actions: []of.Action{of.CT{Commit: true, Zone: s.fam.serviceZone, Table: TableServiceSNAT, HasTable: true,
+					NAT:  &of.NAT{Kind: of.NATDst, Addr: ep.IP, Port: ep.Port},
+					Exec: []of.Action{of.SetCtMark{Value: CtMarkService, Mask: CtMarkService}}}}})
+		}
+	}
+	return flows
+}
+
+// learnFlow remembers, for sessionAffinity=ClientIP, that this client got this endpoint of
+// group gid: the learned flow (in SessionAffinity, keyed by client IP and Service address and
+// port) loads the endpoint for the client's next connections until it idles out. The learned
+// flows go away with this flow (delete_learned) when the endpoint leaves the Service.
+func (s *servicePort) learnFlow(gid uint32, ep model.Endpoint) of.Flow {
+	m := s.endpointMatch(ep)
+	m.Regs = append(m.Regs, of.RegMatch{Reg: RegServiceGroup, Value: gid})
+	sortRegs(m.Regs)
+	srcF, dstF, epF := "NXM_OF_IP_SRC", "NXM_OF_IP_DST", "NXM_NX_REG3"
+	if s.fam == familyV6 {
+		srcF, dstF, epF = "NXM_NX_IPV6_SRC", "NXM_NX_IPV6_DST", "NXM_NX_XXREG3"
+	}
+	l4 := map[of.IPProto]string{of.ProtoTCP: "NXM_OF_TCP_DST", of.ProtoUDP: "NXM_OF_UDP_DST", of.ProtoSCTP: "OXM_OF_SCTP_DST"}[s.proto]
+	whole := func(f string) of.Subfield { return of.Subfield{Field: f, Whole: true} }
+	portBits := of.Subfield{Field: "NXM_NX_REG4", Start: 0, End: 16}
+	learn := of.Learn{
+		Table: TableSessionAffinity, Priority: PriorityNormal, IdleTimeout: s.timeout, DeleteLearned: true,
+		Cookie: Cookie(s.n.Round, CategoryAffinity, uint64(s.in.GroupID)), EthType: s.fam.ethType, IPProto: s.proto,
+		Specs: []of.LearnSpec{
+			{Kind: of.LearnMatch, Dst: whole(srcF)},
+			{Kind: of.LearnMatch, Dst: whole(dstF)},
+			{Kind: of.LearnMatch, Dst: whole(l4)},
+			{Kind: of.LearnLoad, Src: whole(epF), Dst: whole(epF)},
+			{Kind: of.LearnLoad, Src: portBits, Dst: portBits},
+		},
+	}
+	return of.Flow{Table: TableSessionAffinityLearn, Priority: PriorityNormal, Cookie: s.cookie, Match: m,
+		Actions: []of.Action{learn, of.Resubmit{Table: TableEndpointDNAT}}}
 }
 
 // ipWords splits an address into the 32-bit register values that hold it, with their registers.
@@ -148,16 +343,6 @@ func loadEndpointIP(ip netip.Addr) []of.Action {
 		actions = append(actions, of.SetReg{Reg: w.Reg, Value: w.Value})
 	}
 	return actions
-}
-
-func endpointDNATFlow(round uint16, fam family, proto of.IPProto, ep model.Endpoint) of.Flow {
-	regs := append(ipWords(ep.IP), of.RegMatch{Reg: RegEndpointPort, Value: uint32(ep.Port) | BitEndpointSet, Mask: EndpointPortMask | BitEndpointSet})
-	sortRegs(regs)
-	return of.Flow{Table: TableEndpointDNAT, Priority: PriorityNormal, Cookie: Cookie(round, CategoryEndpoint, 0),
-		Match: of.Match{EthType: fam.ethType, IPProto: proto, Regs: regs},
-		Actions: []of.Action{of.CT{Commit: true, Zone: fam.serviceZone, Table: TableServiceSNAT, HasTable: true,
-			NAT:  &of.NAT{Kind: of.NATDst, Addr: ep.IP, Port: ep.Port},
-			Exec: []of.Action{of.SetCtMark{Value: CtMarkService, Mask: CtMarkService}}}}}
 }
 
 func sortRegs(r []of.RegMatch) {

@@ -12,12 +12,18 @@ const (
 	TableConntrackState uint8 = 11
 	// TableNodePortMark marks packets whose destination is a NodePort address of this node.
 	TableNodePortMark uint8 = 12
+	// TableSessionAffinity holds the flows learned for sessionAffinity=ClientIP: they load the
+	// endpoint a client used last into registers.
+	TableSessionAffinity uint8 = 13
 	// TableServiceLB classifies new connections to Services and sends them to their group.
-	TableServiceLB uint8 = 13
+	TableServiceLB uint8 = 14
 	// TableEndpointDNAT commits the connection and DNATs it to the endpoint its bucket selected.
-	TableEndpointDNAT uint8 = 14
+	TableEndpointDNAT uint8 = 15
 	// TableServiceSNAT SNATs external-to-Service connections (eTP=Cluster) arriving from the gateway.
-	TableServiceSNAT uint8 = 15
+	TableServiceSNAT uint8 = 16
+	// TableSessionAffinityLearn learns, for Services with session affinity, which endpoint a
+	// client got, then continues to EndpointDNAT.
+	TableSessionAffinityLearn uint8 = 17
 	// TableConntrackCommit commits new connections that no Service claimed, so that their
 	// replies are tracked as established rather than invalid.
 	TableConntrackCommit uint8 = 19
@@ -27,16 +33,18 @@ const (
 
 // TableNames maps table numbers to names, for dumps and antctl.
 var TableNames = map[uint8]string{
-	TableClassifier:        "Classifier",
-	TableSNATConntrackZone: "SNATConntrackZone",
-	TableConntrackZone:     "ConntrackZone",
-	TableConntrackState:    "ConntrackState",
-	TableNodePortMark:      "NodePortMark",
-	TableServiceLB:         "ServiceLB",
-	TableEndpointDNAT:      "EndpointDNAT",
-	TableServiceSNAT:       "ServiceSNAT",
-	TableConntrackCommit:   "ConntrackCommit",
-	TableL3Forwarding:      "L3Forwarding",
+	TableClassifier:           "Classifier",
+	TableSNATConntrackZone:    "SNATConntrackZone",
+	TableConntrackZone:        "ConntrackZone",
+	TableConntrackState:       "ConntrackState",
+	TableNodePortMark:         "NodePortMark",
+	TableSessionAffinity:      "SessionAffinity",
+	TableServiceLB:            "ServiceLB",
+	TableEndpointDNAT:         "EndpointDNAT",
+	TableServiceSNAT:          "ServiceSNAT",
+	TableConntrackCommit:      "ConntrackCommit",
+	TableSessionAffinityLearn: "SessionAffinityLearn",
+	TableL3Forwarding:         "L3Forwarding",
 }
 
 // Conntrack zones.
@@ -64,6 +72,7 @@ const (
 //	reg3        selected endpoint IPv4 address
 //	reg4[0..15] selected endpoint port
 //	reg4[16]    an endpoint has been selected
+//	reg7        the group of the Service port being load-balanced (session affinity)
 //	xxreg3      selected endpoint IPv6 address (reg12..reg15)
 const (
 	RegSource uint8 = 0
@@ -78,6 +87,7 @@ const (
 
 	RegEndpointIPv4 uint8 = 3
 	RegEndpointPort uint8 = 4
+	RegServiceGroup uint8 = 7
 	// RegEndpointIPv6First is the first of the four registers (reg12..reg15, xxreg3) that hold an
 	// IPv6 endpoint, most significant word first.
 	RegEndpointIPv6First uint8 = 12
@@ -90,6 +100,8 @@ const (
 const (
 	PriorityHigh   uint16 = 210
 	PriorityNormal uint16 = 200
-	PriorityLow    uint16 = 190
-	PriorityMiss   uint16 = 0
+	// PriorityRangeDrop drops what loadBalancerSourceRanges does not allow.
+	PriorityRangeDrop uint16 = 195
+	PriorityLow       uint16 = 190
+	PriorityMiss      uint16 = 0
 )

@@ -21,12 +21,12 @@ type flowEntry struct {
 }
 
 // flowState is what the proxier has installed in OVS: flows by key (table, priority, match),
-// each owner's flow keys, and each owner's group. It changes only through a committed txn, after
+// each owner's flow keys, and each owner's groups. It changes only through a committed txn, after
 // OVS accepted the bundle.
 type flowState struct {
 	flows  map[string]*flowEntry
 	owned  map[owner][]string
-	groups map[owner]*of.Group
+	groups map[owner][]*of.Group
 	// preexisting holds group IDs found in OVS at start-up (a previous agent run): adding one of
 	// them must be a modify, and those left unused are deleted after the first sync.
 	preexisting map[uint32]bool
@@ -36,7 +36,7 @@ func newFlowState() *flowState {
 	return &flowState{
 		flows:       map[string]*flowEntry{},
 		owned:       map[owner][]string{},
-		groups:      map[owner]*of.Group{},
+		groups:      map[owner][]*of.Group{},
 		preexisting: map[uint32]bool{},
 	}
 }
@@ -47,7 +47,7 @@ type txn struct {
 	st     *flowState
 	flows  map[string]*flowEntry // staged entries; nil value = deleted
 	owned  map[owner][]string    // staged owned keys; nil value = owner gone
-	groups map[owner]*of.Group   // staged groups; nil value = none
+	groups map[owner][]*of.Group // staged groups
 	// touchedGroups preserves which owners' groups were set, including to nil.
 	touchedGroups map[owner]bool
 	// extra ops appended after flow deletes and before group deletes (round clean-up).
@@ -57,7 +57,7 @@ type txn struct {
 }
 
 func (s *flowState) begin() *txn {
-	return &txn{st: s, flows: map[string]*flowEntry{}, owned: map[owner][]string{}, groups: map[owner]*of.Group{}, touchedGroups: map[owner]bool{}}
+	return &txn{st: s, flows: map[string]*flowEntry{}, owned: map[owner][]string{}, groups: map[owner][]*of.Group{}, touchedGroups: map[owner]bool{}}
 }
 
 func (t *txn) entry(key string) *flowEntry {
@@ -83,17 +83,9 @@ func (t *txn) ownedKeys(o owner) []string {
 	return t.st.owned[o]
 }
 
-// group returns the staged group of an owner.
-func (t *txn) group(o owner) *of.Group {
-	if t.touchedGroups[o] {
-		return t.groups[o]
-	}
-	return t.st.groups[o]
-}
-
-// set replaces everything an owner has with group and flows. A nil group and no flows remove
+// set replaces everything an owner has with groups and flows. No groups and no flows remove
 // the owner.
-func (t *txn) set(o owner, group *of.Group, flows []of.Flow) {
+func (t *txn) set(o owner, groups []*of.Group, flows []of.Flow) {
 	newKeys := make([]string, 0, len(flows))
 	seen := make(map[string]bool, len(flows))
 	for i := range flows {
@@ -128,8 +120,16 @@ func (t *txn) set(o owner, group *of.Group, flows []of.Flow) {
 		newKeys = nil
 	}
 	t.owned[o] = newKeys
-	t.groups[o] = group
+	t.groups[o] = groups
 	t.touchedGroups[o] = true
+}
+
+func byID(gs []*of.Group) map[uint32]*of.Group {
+	m := make(map[uint32]*of.Group, len(gs))
+	for _, g := range gs {
+		m[g.ID] = g
+	}
+	return m
 }
 
 // ops returns the bundle that takes OVS from the committed state to the staged one: group adds
@@ -142,21 +142,25 @@ func (t *txn) ops() []of.Op {
 	}
 	sort.Slice(owners, func(i, j int) bool { return owners[i] < owners[j] })
 	for _, o := range owners {
-		before, after := t.st.groups[o], t.groups[o]
-		switch {
-		case after != nil && before == nil:
-			kind := of.AddGroup
-			if t.st.preexisting[after.ID] {
-				kind = of.ModifyGroup
+		before, after := byID(t.st.groups[o]), t.groups[o]
+		for _, g := range after {
+			b := before[g.ID]
+			switch {
+			case b == nil:
+				kind := of.AddGroup
+				if t.st.preexisting[g.ID] {
+					kind = of.ModifyGroup
+				}
+				groupAdds = append(groupAdds, of.Op{Kind: kind, Group: g})
+			case of.FormatGroup(b) != of.FormatGroup(g):
+				groupAdds = append(groupAdds, of.Op{Kind: of.ModifyGroup, Group: g})
 			}
-			groupAdds = append(groupAdds, of.Op{Kind: kind, Group: after})
-		case after != nil && before != nil && before.ID != after.ID:
-			groupAdds = append(groupAdds, of.Op{Kind: of.AddGroup, Group: after})
-			groupDels = append(groupDels, of.Op{Kind: of.DeleteGroup, Group: before})
-		case after != nil && of.FormatGroup(before) != of.FormatGroup(after):
-			groupAdds = append(groupAdds, of.Op{Kind: of.ModifyGroup, Group: after})
-		case after == nil && before != nil:
-			groupDels = append(groupDels, of.Op{Kind: of.DeleteGroup, Group: before})
+		}
+		stay := byID(after)
+		for _, b := range t.st.groups[o] {
+			if stay[b.ID] == nil {
+				groupDels = append(groupDels, of.Op{Kind: of.DeleteGroup, Group: b})
+			}
 		}
 	}
 	keys := make([]string, 0, len(t.flows))
@@ -201,9 +205,11 @@ func (t *txn) commit() {
 		}
 	}
 	for o := range t.touchedGroups {
-		if g := t.groups[o]; g != nil {
-			t.st.groups[o] = g
-			delete(t.st.preexisting, g.ID)
+		if gs := t.groups[o]; len(gs) > 0 {
+			t.st.groups[o] = gs
+			for _, g := range gs {
+				delete(t.st.preexisting, g.ID)
+			}
 		} else {
 			delete(t.st.groups, o)
 		}

@@ -2,10 +2,13 @@ package proxy
 
 import (
 	"errors"
+	"fmt"
 	"strings"
 	"testing"
 
 	v1 "k8s.io/api/core/v1"
+
+	"github.com/antrea-proxy/antrea-proxy/pkg/pipeline"
 )
 
 // TestRenamedPort: renaming a port replaces its owner; the old group and flows go away.
@@ -50,7 +53,7 @@ func TestDeleteAndRecreateBeforeSync(t *testing.T) {
 	}
 	h.deleteService(again)
 	h.sync()
-	if strings.Contains(h.bridge.Dump(), "table=13,priority=200") {
+	if strings.Contains(h.bridge.Dump(), fmt.Sprintf("table=%d,priority=200", pipeline.TableServiceLB)) {
 		t.Fatalf("deleted Service left flows:\n%s", h.bridge.Dump())
 	}
 	if len(h.p.Services()) != 0 {

@@ -1,14 +1,15 @@
 package proxy
 
 import (
+	"fmt"
 	"strings"
 	"testing"
 
 	v1 "k8s.io/api/core/v1"
 
 	of "github.com/antrea-proxy/antrea-proxy/pkg/ovs/openflow"
-	"github.com/antrea-proxy/antrea-proxy/pkg/proxy/model"
 	"github.com/antrea-proxy/antrea-proxy/pkg/pipeline"
+	"github.com/antrea-proxy/antrea-proxy/pkg/proxy/model"
 )
 
 // lbFlows returns the ServiceLB flows whose destination is ip.
@@ -16,7 +17,7 @@ func lbFlows(t *testing.T, h *harness, ip string) []string {
 	t.Helper()
 	var out []string
 	for _, line := range strings.Split(h.bridge.Dump(), "\n") {
-		if strings.Contains(line, "table=13,") && strings.Contains(line, "nw_dst="+ip+",") {
+		if strings.Contains(line, fmt.Sprintf("table=%d,", pipeline.TableServiceLB)) && strings.Contains(line, "nw_dst="+ip+",") {
 			out = append(out, line)
 		}
 	}

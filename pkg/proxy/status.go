@@ -19,7 +19,9 @@ type serviceStatus struct {
 type PortStatus struct {
 	Port    model.ServicePort
 	IPv6    bool
-	GroupID uint32 // 0 when the port has no endpoint (traffic dropped)
+	GroupID uint32 // the cluster group; 0 when the port has no endpoint (traffic dropped)
+	// LocalGroupID is the local group (Local traffic policies); 0 when there is none.
+	LocalGroupID uint32
 	// Buckets is the number of endpoints in the group (those that receive new connections).
 	Buckets   int
 	Endpoints EndpointCounts
@@ -57,9 +59,13 @@ func (p *Proxier) makeStatus(want []desired, now time.Time) *serviceStatus {
 				}
 			}
 		}
-		if d.flows.Group != nil {
-			ps.GroupID = d.flows.Group.ID
-			ps.Buckets = len(d.flows.Group.Buckets)
+		for _, g := range d.flows.Groups {
+			if g.ID == d.clusterGID {
+				ps.GroupID = g.ID
+				ps.Buckets = len(g.Buckets)
+			} else {
+				ps.LocalGroupID = g.ID
+			}
 		}
 		if len(d.flows.Flows) > 0 {
 			ps.Cookie = d.flows.Flows[0].Cookie
@@ -100,7 +106,7 @@ func (p *Proxier) ServiceFlows(nn types.NamespacedName) ([]of.Flow, []of.Group) 
 				flows = append(flows, e.flow)
 			}
 		}
-		if g := p.state.groups[o]; g != nil {
+		for _, g := range p.state.groups[o] {
 			groups = append(groups, *g)
 		}
 	}

@@ -6,13 +6,14 @@ import (
 	"net/netip"
 	"sort"
 
+	v1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/apimachinery/pkg/util/sets"
 	"k8s.io/klog/v2"
 
 	of "github.com/antrea-proxy/antrea-proxy/pkg/ovs/openflow"
-	"github.com/antrea-proxy/antrea-proxy/pkg/proxy/model"
 	"github.com/antrea-proxy/antrea-proxy/pkg/pipeline"
+	"github.com/antrea-proxy/antrea-proxy/pkg/proxy/model"
 )
 
 // ourCategories are the cookie categories this proxier owns and cleans up across rounds.
@@ -86,7 +87,17 @@ func (p *Proxier) nodeConfig() pipeline.NodeConfig {
 		GatewayIPv4:       p.opts.GatewayIPv4,
 		GatewayIPv6:       p.opts.GatewayIPv6,
 		NodePortAddresses: nodePortAddresses(p.node, p.opts.NodePortAddresses, p.opts.Families),
+		NodeName:          p.opts.NodeName,
+		Zone:              nodeZone(p.node),
 	}
+}
+
+// nodeZone is the node's topology.kubernetes.io/zone label.
+func nodeZone(n *v1.Node) string {
+	if n == nil {
+		return ""
+	}
+	return n.Labels[v1.LabelTopologyZone]
 }
 
 func ownerOf(name model.ServicePortName, ipv6 bool) owner {
@@ -99,11 +110,12 @@ func ownerOf(name model.ServicePortName, ipv6 bool) owner {
 
 // desired is what one Service needs: per owner, its group and flows.
 type desired struct {
-	owner     owner
-	port      model.ServicePort
-	endpoints []model.Endpoint
-	ipv6      bool
-	flows     pipeline.ServicePortFlows
+	owner      owner
+	clusterGID uint32
+	port       model.ServicePort
+	endpoints  []model.Endpoint
+	ipv6       bool
+	flows      pipeline.ServicePortFlows
 }
 
 // computeService returns the desired state of one Service (nil when it is gone or skipped).
@@ -126,13 +138,19 @@ func (p *Proxier) computeService(nn types.NamespacedName) ([]desired, string) {
 				continue
 			}
 			o := ownerOf(sp.Name, ipv6)
-			flows := pipeline.ServicePort(n, pipeline.ServicePortInput{
-				Port: sp, Endpoints: eps[sp.Name], IPv6: ipv6, GroupID: p.groups.get(o)})
-			out = append(out, desired{owner: o, port: sp, endpoints: eps[sp.Name], ipv6: ipv6, flows: flows})
+			in := pipeline.ServicePortInput{Port: sp, Endpoints: eps[sp.Name], IPv6: ipv6, GroupID: p.groups.get(o)}
+			if sp.InternalPolicyLocal || sp.ExternalPolicyLocal {
+				in.LocalGroupID = p.groups.get(localOwner(o))
+			}
+			flows := pipeline.ServicePort(n, in)
+			out = append(out, desired{owner: o, clusterGID: in.GroupID, port: sp, endpoints: eps[sp.Name], ipv6: ipv6, flows: flows})
 		}
 	}
 	return out, ""
 }
+
+// localOwner names the local group's ID allocation of an owner.
+func localOwner(o owner) owner { return o + "/local" }
 
 func hasFamily(ips []netip.Addr, ipv6 bool) bool {
 	for _, ip := range ips {
@@ -190,7 +208,7 @@ func (p *Proxier) syncOnce(ctx context.Context, full bool) error {
 		for _, d := range want {
 			keep[d.owner] = true
 			flows := append(append([]of.Flow(nil), d.flows.Flows...), d.flows.EndpointFlows...)
-			tx.set(d.owner, d.flows.Group, flows)
+			tx.set(d.owner, d.flows.Groups, flows)
 			newOwners[nn] = append(newOwners[nn], d.owner)
 		}
 		for _, o := range p.svcOwners[nn] {
@@ -203,8 +221,8 @@ func (p *Proxier) syncOnce(ctx context.Context, full bool) error {
 	if first {
 		tx.extraDeletes = p.stale
 		used := map[uint32]bool{}
-		for _, g := range tx.groups {
-			if g != nil {
+		for _, gs := range tx.groups {
+			for _, g := range gs {
 				used[g.ID] = true
 			}
 		}
@@ -233,6 +251,7 @@ func (p *Proxier) syncOnce(ctx context.Context, full bool) error {
 	}
 	for _, o := range released {
 		p.groups.release(o)
+		p.groups.release(localOwner(o))
 	}
 	now := p.opts.Clock.Now()
 	for nn, want := range computed {

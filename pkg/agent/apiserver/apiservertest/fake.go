@@ -71,7 +71,7 @@ func (f *FakeSource) Add(nn types.NamespacedName, lastSync time.Time, ports ...P
 	st := proxy.ServiceStatus{Name: nn, LastSync: lastSync}
 	for _, p := range ports {
 		out := pipeline.ServicePort(pipeline.NodeConfig{Round: f.FlowRnd, IPv4: true, IPv6: true},
-			pipeline.ServicePortInput{Port: p.Port, Endpoints: p.Endpoints, IPv6: p.IPv6, GroupID: p.GroupID})
+			pipeline.ServicePortInput{Port: p.Port, Endpoints: p.Endpoints, IPv6: p.IPv6, GroupID: p.GroupID, LocalGroupID: p.GroupID + 100})
 		ps := proxy.PortStatus{Port: p.Port, IPv6: p.IPv6, Flows: len(out.Flows) + len(out.EndpointFlows)}
 		for _, ep := range p.Endpoints {
 			if ep.IP.Is6() != p.IPv6 {
@@ -83,9 +83,13 @@ func (f *FakeSource) Add(nn types.NamespacedName, lastSync time.Time, ports ...P
 			ps.Endpoints.Serving += b2i(ep.Serving)
 			ps.Endpoints.Terminating += b2i(ep.Terminating)
 		}
-		if out.Group != nil {
-			ps.GroupID, ps.Buckets = out.Group.ID, len(out.Group.Buckets)
-			f.groups[nn] = append(f.groups[nn], *out.Group)
+		for _, g := range out.Groups {
+			if ps.GroupID == 0 {
+				ps.GroupID, ps.Buckets = g.ID, len(g.Buckets)
+			} else {
+				ps.LocalGroupID = g.ID
+			}
+			f.groups[nn] = append(f.groups[nn], *g)
 		}
 		if len(out.Flows) > 0 {
 			ps.Cookie = out.Flows[0].Cookie

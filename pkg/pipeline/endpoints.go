@@ -1,0 +1,85 @@
+package pipeline
+
+import (
+	"slices"
+
+	"github.com/antrea-proxy/antrea-proxy/pkg/proxy/model"
+)
+
+// endpointSets are the endpoints of one Service port in one family that receive new connections.
+type endpointSets struct {
+	// cluster serves externalTrafficPolicy=Cluster and internalTrafficPolicy=Cluster traffic,
+	// after topology-aware filtering.
+	cluster []model.Endpoint
+	// local serves the Local traffic policies: endpoints on this node only.
+	local []model.Endpoint
+}
+
+// categorize picks, for one family, the cluster and local endpoint sets.
+func categorize(all []model.Endpoint, ipv6 bool, nodeName, zone string) endpointSets {
+	var fam []model.Endpoint
+	for _, ep := range all {
+		if ep.IP.IsValid() && ep.IP.Is6() == ipv6 && ep.Port != 0 {
+			fam = append(fam, ep)
+		}
+	}
+	var local []model.Endpoint
+	for _, ep := range fam {
+		if ep.Local {
+			local = append(local, ep)
+		}
+	}
+	return endpointSets{
+		cluster: topologyFilter(usable(fam), nodeName, zone),
+		local:   usable(local),
+	}
+}
+
+// usable returns the ready endpoints or, when none is ready, those that are serving and
+// terminating (KEP-1669), so that connections are not refused while a rollout drains.
+func usable(eps []model.Endpoint) []model.Endpoint {
+	var ready, terminating []model.Endpoint
+	for _, ep := range eps {
+		switch {
+		case ep.Ready:
+			ready = append(ready, ep)
+		case ep.Serving && ep.Terminating:
+			terminating = append(terminating, ep)
+		}
+	}
+	if len(ready) > 0 {
+		return ready
+	}
+	return terminating
+}
+
+// topologyFilter applies EndpointSlice hints with kube-proxy's all-or-nothing rule: hints are
+// used only when every endpoint carries them and at least one is meant for this node (node
+// hints, from trafficDistribution PreferSameNode) or this node's zone (zone hints, from
+// PreferSameZone or topology-aware routing). Otherwise every endpoint is used.
+func topologyFilter(eps []model.Endpoint, nodeName, zone string) []model.Endpoint {
+	if out := filterByHint(eps, nodeName, func(ep model.Endpoint) []string { return ep.NodeHints }); out != nil {
+		return out
+	}
+	if out := filterByHint(eps, zone, func(ep model.Endpoint) []string { return ep.ZoneHints }); out != nil {
+		return out
+	}
+	return eps
+}
+
+func filterByHint(eps []model.Endpoint, want string, hints func(model.Endpoint) []string) []model.Endpoint {
+	if want == "" || len(eps) == 0 {
+		return nil
+	}
+	var out []model.Endpoint
+	for _, ep := range eps {
+		h := hints(ep)
+		if len(h) == 0 {
+			return nil // one endpoint without hints disables them all
+		}
+		if slices.Contains(h, want) {
+			out = append(out, ep)
+		}
+	}
+	return out
+}

@@ -1,0 +1,101 @@
+package pipeline
+
+import (
+	"net"
+	"net/netip"
+
+	of "github.com/antrea-proxy/antrea-proxy/pkg/ovs/openflow"
+)
+
+// CategoryGateway is the node data path's gateway flows (object 0): forwarding to the host
+// gateway, the NodePort virtual IP mark and the SNAT of established external connections.
+const CategoryGateway Category = 5
+
+// GatewayCookie is the cookie of the gateway flows of round.
+func GatewayCookie(round uint16) uint64 { return Cookie(round, CategoryGateway, 0) }
+
+const (
+	// priorityGatewayHairpin sits between the pod flows (PriorityNormal) and the default route
+	// to the gateway (PriorityLow) in L3Forwarding.
+	priorityGatewayHairpin uint16 = 195
+	// priorityEstablishedSNAT sits between the invalid drop (PriorityHigh) and the established
+	// shortcut (PriorityNormal) in ConntrackState.
+	priorityEstablishedSNAT uint16 = 205
+)
+
+// Gateway is what the gateway flows need to know about the host gateway.
+type Gateway struct {
+	// OFPort is the gateway's OpenFlow port.
+	OFPort uint32
+	// MAC is the gateway interface's MAC address.
+	MAC net.HardwareAddr
+	// IPv4 and IPv6 say which families are routed through the gateway.
+	IPv4, IPv6 bool
+	// NodePortVirtualIPs are the addresses the host DNATs NodePort traffic to before sending it
+	// into OVS through the gateway (at most one per family); they serve NodePorts like the
+	// node's own addresses.
+	NodePortVirtualIPs []netip.Addr
+}
+
+func (g Gateway) families() []family {
+	var fs []family
+	if g.IPv4 {
+		fs = append(fs, familyV4)
+	}
+	if g.IPv6 {
+		fs = append(fs, familyV6)
+	}
+	return fs
+}
+
+// GatewayFlows returns the flows that tie the host gateway into the pipeline, per family:
+//
+//   - L3Forwarding, priority 190: any destination that is not a local pod (those match at 200)
+//     goes to the host through the gateway, with the gateway's MAC as destination. The host
+//     routes it on: to another node's podCIDR, or out of the node (masqueraded).
+//   - L3Forwarding, priority 195: a packet that came from the gateway and belongs to a Service
+//     connection (ct_mark 0x1, or 0x2 once SNATed) but is not for a local pod goes back out of
+//     the gateway with IN_PORT (OpenFlow drops a plain output to the in_port). This is external
+//     traffic to a remote endpoint and its replies.
+//   - ConntrackState, priority 205: established packets of a Service connection from the
+//     gateway in the original direction go through the SNAT zone with nat, so that a connection
+//     SNATed by ServiceSNAT (first packet only) keeps its source for its whole life. A
+//     connection that was not SNATed is unknown in that zone and passes unchanged.
+//   - NodePortMark, priority 200: the NodePort virtual IP marks reg0[4], like a node address.
+//
+// The classification of the gateway port (in_port → reg0 from gateway) is a base flow
+// (BaseFlows with NodeConfig.GatewayOFPort).
+func GatewayFlows(round uint16, gw Gateway) []of.Flow {
+	c := GatewayCookie(round)
+	toGateway := []of.Action{of.SetEthDst{MAC: gw.MAC}, of.Output{Port: gw.OFPort}}
+	hairpin := []of.Action{of.SetEthDst{MAC: gw.MAC}, of.OutputInPort{}}
+	var flows []of.Flow
+	for _, f := range gw.families() {
+		flows = append(flows,
+			of.Flow{Table: TableL3Forwarding, Priority: PriorityLow, Cookie: c,
+				Match: of.Match{EthType: f.ethType}, Actions: toGateway},
+			of.Flow{Table: TableL3Forwarding, Priority: priorityGatewayHairpin, Cookie: c,
+				Match:   of.Match{InPort: gw.OFPort, EthType: f.ethType, CtMark: &of.Masked32{Value: CtMarkService, Mask: CtMarkService}},
+				Actions: hairpin},
+			of.Flow{Table: TableL3Forwarding, Priority: priorityGatewayHairpin, Cookie: c,
+				Match:   of.Match{InPort: gw.OFPort, EthType: f.ethType, CtMark: &of.Masked32{Value: CtMarkSNAT, Mask: CtMarkSNAT}},
+				Actions: hairpin},
+			of.Flow{Table: TableConntrackState, Priority: priorityEstablishedSNAT, Cookie: c,
+				Match: of.Match{EthType: f.ethType,
+					CtState: &of.CtState{Set: of.CtTrk, Unset: of.CtNew | of.CtRpl},
+					CtMark:  &of.Masked32{Value: CtMarkService, Mask: CtMarkService},
+					Regs:    []of.RegMatch{{Reg: RegSource, Value: SourceGateway, Mask: SourceMask}}},
+				Actions: []of.Action{of.CT{Zone: f.snatZone, Table: TableL3Forwarding, HasTable: true, NAT: &of.NAT{Kind: of.NATReply}}}},
+		)
+	}
+	for _, ip := range gw.NodePortVirtualIPs {
+		f := familyOf(ip)
+		if (f == familyV4 && !gw.IPv4) || (f == familyV6 && !gw.IPv6) {
+			continue
+		}
+		flows = append(flows, of.Flow{Table: TableNodePortMark, Priority: PriorityNormal, Cookie: c,
+			Match:   of.Match{EthType: f.ethType, Dst: netip.PrefixFrom(ip, ip.BitLen())},
+			Actions: append([]of.Action{of.SetReg{Reg: RegSource, Value: BitNodePortAddr, Mask: BitNodePortAddr}}, ToServiceLB()...)})
+	}
+	return flows
+}

@@ -1,0 +1,73 @@
+package proxy
+
+import (
+	"context"
+	"fmt"
+	"sort"
+	"strings"
+	"testing"
+
+	"github.com/google/go-cmp/cmp"
+
+	of "github.com/antrea-proxy/antrea-proxy/pkg/ovs/openflow"
+	"github.com/antrea-proxy/antrea-proxy/pkg/ovs/openflow/ofctl"
+	"github.com/antrea-proxy/antrea-proxy/test/ovssandbox"
+)
+
+// canonicalDump renders a bridge's flows and groups canonically, one per line, sorted.
+func canonicalDump(t *testing.T, b of.Bridge) string {
+	t.Helper()
+	ctx := context.Background()
+	flows, err := b.DumpFlows(ctx, of.FlowFilter{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	groups, err := b.DumpGroups(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var lines []string
+	for _, f := range flows {
+		c := of.CanonicalFlow(f)
+		lines = append(lines, of.FormatFlow(&c))
+	}
+	for _, g := range groups {
+		c := of.CanonicalGroup(g)
+		lines = append(lines, of.FormatGroup(&c))
+	}
+	sort.Strings(lines)
+	return strings.Join(lines, "\n")
+}
+
+// TestIntegrationGoldenShapesInRealOVS installs every golden Service shape into a real OVS and
+// requires OVS to accept the bundle and hold exactly what the fake bridge holds.
+func TestIntegrationGoldenShapesInRealOVS(t *testing.T) {
+	o := ovssandbox.Start(t, ovssandbox.Options{})
+	for i, tc := range goldenCases() {
+		t.Run(tc.name, func(t *testing.T) {
+			want := canonicalDump(t, installGoldenCase(t, tc).bridge)
+			br := fmt.Sprintf("brg%d", i)
+			if _, err := o.Vsctl("add-br", br, "--", "set", "bridge", br, "datapath_type=netdev",
+				"protocols=OpenFlow10,OpenFlow13,OpenFlow15", "fail_mode=secure"); err != nil {
+				t.Fatal(err)
+			}
+			if err := o.WaitForBridge(br); err != nil {
+				t.Fatal(err)
+			}
+			real := ofctl.New(o.MgmtSocket(br))
+			opts := testOptions()
+			if tc.opts != nil {
+				tc.opts(&opts)
+			}
+			p, err := New(opts, real, &memRounds{})
+			if err != nil {
+				t.Fatal(err)
+			}
+			installGoldenCaseOn(t, tc, &harness{t: t, p: p})
+			got := canonicalDump(t, real)
+			if diff := cmp.Diff(want, got); diff != "" {
+				t.Errorf("real OVS holds something else than the fake bridge (-fake +ovs):\n%s", diff)
+			}
+		})
+	}
+}

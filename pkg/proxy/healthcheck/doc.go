@@ -1,0 +1,11 @@
+// Package healthcheck serves the proxier's health to load balancers and to the kubelet:
+//
+//   - ServiceHealthServer answers on the healthCheckNodePort of every Service with
+//     externalTrafficPolicy=Local, on the node's addresses: 200 when this node has a ready
+//     endpoint of the Service, 503 otherwise (as kube-proxy's service health server does);
+//   - ProxyHealth provides the agent's /healthz and /livez (KEP-3836): the data plane is stale
+//     when a queued change has not been synced within 2×fullSyncPeriod, and /healthz also fails
+//     while the Node is being deleted or is tainted ToBeDeletedByClusterAutoscaler.
+//
+// Both implement metrics.Observer, so the proxier feeds them like the metrics recorder.
+package healthcheck

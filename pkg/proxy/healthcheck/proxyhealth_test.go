@@ -1,0 +1,165 @@
+package healthcheck
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"net"
+	"net/http"
+	"net/http/httptest"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/require"
+	v1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	clocktesting "k8s.io/utils/clock/testing"
+
+	"github.com/antrea-proxy/antrea-proxy/pkg/proxy/metrics"
+)
+
+const syncPeriod = 30 * time.Second
+
+func get(t *testing.T, h http.Handler) (int, healthResponse, http.Header) {
+	t.Helper()
+	rec := httptest.NewRecorder()
+	h.ServeHTTP(rec, httptest.NewRequest(http.MethodGet, "/", nil))
+	var body healthResponse
+	require.NoError(t, json.Unmarshal(rec.Body.Bytes(), &body), "body %q", rec.Body.String())
+	return rec.Code, body, rec.Header()
+}
+
+func node(deleting bool, taints ...string) *v1.Node {
+	n := &v1.Node{ObjectMeta: metav1.ObjectMeta{Name: "node1"}}
+	if deleting {
+		now := metav1.Now()
+		n.DeletionTimestamp = &now
+	}
+	for _, k := range taints {
+		n.Spec.Taints = append(n.Spec.Taints, v1.Taint{Key: k, Effect: v1.TaintEffectNoSchedule})
+	}
+	return n
+}
+
+func TestProxyHealthStaleness(t *testing.T) {
+	type step struct {
+		name    string
+		advance time.Duration
+		do      func(h *ProxyHealth)
+		healthz int
+		livez   int
+	}
+	queue := func(h *ProxyHealth) { h.QueuedUpdate() }
+	okSync := func(h *ProxyHealth) { h.SyncDone(metrics.SyncResult{}) }
+	failSync := func(h *ProxyHealth) { h.SyncDone(metrics.SyncResult{Err: errors.New("ovs down")}) }
+	tests := []struct {
+		name  string
+		steps []step
+	}{
+		{
+			name: "healthy at start and without pending changes, however long",
+			steps: []step{
+				{name: "start", healthz: 200, livez: 200},
+				{name: "idle 10 periods", advance: 10 * syncPeriod, healthz: 200, livez: 200},
+			},
+		},
+		{
+			name: "pending change turns stale at exactly 2×syncPeriod",
+			steps: []step{
+				{name: "queued", do: queue, healthz: 200, livez: 200},
+				{name: "just under", advance: 2*syncPeriod - time.Millisecond, healthz: 200, livez: 200},
+				{name: "at timeout", advance: time.Millisecond, healthz: 503, livez: 503},
+				{name: "successful sync recovers", do: okSync, healthz: 200, livez: 200},
+			},
+		},
+		{
+			name: "only the oldest pending change counts",
+			steps: []step{
+				{name: "first change", do: queue, healthz: 200, livez: 200},
+				{name: "second change later", advance: syncPeriod, do: queue, healthz: 200, livez: 200},
+				{name: "2×period after the first", advance: syncPeriod, healthz: 503, livez: 503},
+			},
+		},
+		{
+			name: "failed syncs do not count as updates",
+			steps: []step{
+				{name: "queued", do: queue, healthz: 200, livez: 200},
+				{name: "fails", advance: syncPeriod, do: failSync, healthz: 200, livez: 200},
+				{name: "fails again past timeout", advance: syncPeriod, do: failSync, healthz: 503, livez: 503},
+				{name: "new change while stale keeps oldest", advance: time.Second, do: queue, healthz: 503, livez: 503},
+				{name: "success", do: okSync, healthz: 200, livez: 200},
+				{name: "fresh change after success is young", do: queue, healthz: 200, livez: 200},
+			},
+		},
+		{
+			name: "node being deleted fails healthz only",
+			steps: []step{
+				{name: "deletionTimestamp", do: func(h *ProxyHealth) { h.NodeUpdated(node(true)) }, healthz: 503, livez: 200},
+				{name: "node back to normal", do: func(h *ProxyHealth) { h.NodeUpdated(node(false)) }, healthz: 200, livez: 200},
+				{name: "autoscaler taint", do: func(h *ProxyHealth) { h.NodeUpdated(node(false, "other", ToBeDeletedTaint)) }, healthz: 503, livez: 200},
+				{name: "stale as well", do: queue, advance: 0, healthz: 503, livez: 200},
+				{name: "stale and tainted", advance: 2 * syncPeriod, healthz: 503, livez: 503},
+				{name: "synced, taint removed", do: func(h *ProxyHealth) { okSync(h); h.NodeUpdated(node(false, "other")) }, healthz: 200, livez: 200},
+				{name: "nil node ignored", do: func(h *ProxyHealth) { h.NodeUpdated(nil) }, healthz: 200, livez: 200},
+			},
+		},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			clk := clocktesting.NewFakeClock(time.Unix(1_700_000_000, 0))
+			h := NewProxyHealth(syncPeriod, clk)
+			for _, s := range tc.steps {
+				clk.Step(s.advance)
+				if s.do != nil {
+					s.do(h)
+				}
+				code, body, hdr := get(t, h.HealthzHandler())
+				require.Equal(t, s.healthz, code, "%s: /healthz", s.name)
+				require.Equal(t, "application/json", hdr.Get("Content-Type"))
+				require.Equal(t, "nosniff", hdr.Get("X-Content-Type-Options"))
+				require.NotNil(t, body.NodeEligible, "%s: /healthz reports nodeEligible", s.name)
+				require.True(t, body.CurrentTime.Equal(clk.Now()), "%s: currentTime", s.name)
+				if code == 200 {
+					require.True(t, body.LastUpdated.Equal(clk.Now()), "%s: healthy lastUpdated is now", s.name)
+				}
+				code, body, _ = get(t, h.LivezHandler())
+				require.Equal(t, s.livez, code, "%s: /livez", s.name)
+				require.Nil(t, body.NodeEligible, "%s: /livez has no nodeEligible", s.name)
+				require.Equal(t, s.livez == 200, h.IsHealthy(), "%s: IsHealthy", s.name)
+			}
+		})
+	}
+}
+
+func TestProxyHealthReportsLastUpdateWhenStale(t *testing.T) {
+	clk := clocktesting.NewFakeClock(time.Unix(1_700_000_000, 0))
+	h := NewProxyHealth(syncPeriod, clk)
+	h.Updated()
+	synced := clk.Now()
+	clk.Step(time.Second)
+	h.QueuedUpdate()
+	clk.Step(2 * syncPeriod)
+	code, body, _ := get(t, h.LivezHandler())
+	require.Equal(t, 503, code)
+	require.True(t, body.LastUpdated.Equal(synced), "lastUpdated %v, want %v", body.LastUpdated, synced)
+}
+
+func TestProxyHealthServe(t *testing.T) {
+	h := NewProxyHealth(syncPeriod, nil)
+	h.NodeUpdated(node(true))
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	require.NoError(t, err)
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan error, 1)
+	go func() { done <- metrics.ServeListener(ctx, ln, h.Mux()) }()
+	t.Cleanup(func() {
+		cancel()
+		require.NoError(t, <-done)
+	})
+	for path, want := range map[string]int{"/healthz": 503, "/livez": 200} {
+		resp, err := http.Get("http://" + ln.Addr().String() + path)
+		require.NoError(t, err)
+		resp.Body.Close()
+		require.Equal(t, want, resp.StatusCode, path)
+	}
+}

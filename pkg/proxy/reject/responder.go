@@ -1,0 +1,199 @@
+package reject
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"sync/atomic"
+	"time"
+
+	"k8s.io/klog/v2"
+
+	"github.com/antrea-proxy/antrea-proxy/pkg/ovs/ofconn"
+	of "github.com/antrea-proxy/antrea-proxy/pkg/ovs/openflow"
+)
+
+// ControllerMaxLen is the max_len of the controller action: enough for the Ethernet, IP
+// (with options or extension headers) and L4 headers that a reply needs. Open vSwitch, which
+// never buffers packets, sends whole packets anyway; BuildReply copes with either.
+const ControllerMaxLen = 128
+
+// ControllerAction is the action that replaces drop in the flows of a Service port with no
+// endpoints: it renders as CONTROLLER:128 (reason action).
+func ControllerAction() of.Controller { return of.Controller{MaxLen: ControllerMaxLen} }
+
+// FromFlows accepts packet-ins sent by a controller action (reason action) of a flow in table
+// whose cookie, masked with cookieMask, equals cookie.
+func FromFlows(table uint8, cookie, cookieMask uint64) func(*ofconn.PacketIn) bool {
+	return func(pi *ofconn.PacketIn) bool {
+		return pi.Reason == ofconn.ReasonAction && pi.TableID == table && pi.Cookie&cookieMask == cookie&cookieMask
+	}
+}
+
+// PacketConn is the OpenFlow connection a Responder serves.
+type PacketConn interface {
+	// PacketIns delivers packet-ins; it is closed when the connection ends.
+	PacketIns() <-chan *ofconn.PacketIn
+	SendPacketOut(ofconn.PacketOut) error
+}
+
+// Config tunes a Responder. Zero values take the defaults.
+type Config struct {
+	// Accept selects the packet-ins to answer; others are ignored. Default: every packet-in
+	// with reason action.
+	Accept func(*ofconn.PacketIn) bool
+	// Rate is how many replies per second the responder sends at most, on average. Default 100.
+	Rate float64
+	// Burst is how many replies may go out at once above Rate. Default 50.
+	Burst int
+	// Now is the clock, for tests. Default time.Now.
+	Now func() time.Time
+}
+
+// Stats counts what a Responder did with the packet-ins it saw.
+type Stats struct {
+	Received    uint64
+	Ignored     uint64 // not accepted by Config.Accept
+	NoReply     uint64 // not a packet to answer, or malformed
+	RateLimited uint64
+	Replied     uint64
+	SendFailed  uint64
+}
+
+// Responder answers packet-ins for Services without endpoints. It is safe for concurrent use.
+type Responder struct {
+	accept  func(*ofconn.PacketIn) bool
+	limiter *tokenBucket
+	stats   struct{ received, ignored, noReply, rateLimited, replied, sendFailed atomic.Uint64 }
+}
+
+// New builds a Responder.
+func New(cfg Config) *Responder {
+	if cfg.Accept == nil {
+		cfg.Accept = func(pi *ofconn.PacketIn) bool { return pi.Reason == ofconn.ReasonAction }
+	}
+	if cfg.Rate <= 0 {
+		cfg.Rate = 100
+	}
+	if cfg.Burst <= 0 {
+		cfg.Burst = 50
+	}
+	if cfg.Now == nil {
+		cfg.Now = time.Now
+	}
+	return &Responder{accept: cfg.Accept, limiter: newTokenBucket(cfg.Rate, cfg.Burst, cfg.Now)}
+}
+
+// Stats returns the counters.
+func (r *Responder) Stats() Stats {
+	s := &r.stats
+	return Stats{Received: s.received.Load(), Ignored: s.ignored.Load(), NoReply: s.noReply.Load(),
+		RateLimited: s.rateLimited.Load(), Replied: s.replied.Load(), SendFailed: s.sendFailed.Load()}
+}
+
+// Handle answers one packet-in on conn and says what it sent.
+func (r *Responder) Handle(conn PacketConn, pi *ofconn.PacketIn) (Kind, error) {
+	r.stats.received.Add(1)
+	if !r.accept(pi) {
+		r.stats.ignored.Add(1)
+		return KindNone, nil
+	}
+	if pi.InPort == ofconn.PortAny || pi.InPort == ofconn.PortController {
+		r.stats.noReply.Add(1)
+		return KindNone, noReply("packet-in has no usable in_port (0x%x)", pi.InPort)
+	}
+	reply, kind, err := BuildReply(pi.Data)
+	if err != nil {
+		r.stats.noReply.Add(1)
+		return KindNone, err
+	}
+	if !r.limiter.allow() {
+		r.stats.rateLimited.Add(1)
+		return KindNone, errRateLimited
+	}
+	if err := conn.SendPacketOut(ofconn.PacketOut{InPort: ofconn.PortController, Outputs: []uint32{pi.InPort}, Data: reply}); err != nil {
+		r.stats.sendFailed.Add(1)
+		return KindNone, fmt.Errorf("sending %s to port %d: %w", kind, pi.InPort, err)
+	}
+	r.stats.replied.Add(1)
+	return kind, nil
+}
+
+var errRateLimited = errors.New("reply rate limit reached")
+
+// Serve answers the packet-ins of conn until ctx ends or the connection closes its
+// PacketIns channel.
+func (r *Responder) Serve(ctx context.Context, conn PacketConn) {
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case pi, ok := <-conn.PacketIns():
+			if !ok {
+				return
+			}
+			kind, err := r.Handle(conn, pi)
+			switch {
+			case errors.Is(err, ErrNoReply), errors.Is(err, errRateLimited):
+				klog.V(4).InfoS("Not rejecting packet", "inPort", pi.InPort, "table", pi.TableID, "reason", err)
+			case err != nil:
+				klog.ErrorS(err, "Failed to reject a connection to a Service without endpoints", "inPort", pi.InPort)
+			case kind != KindNone:
+				klog.V(4).InfoS("Rejected a connection to a Service without endpoints", "reply", kind, "inPort", pi.InPort)
+			}
+		}
+	}
+}
+
+// Conn is a PacketConn that can be closed and says why it ended.
+type Conn interface {
+	PacketConn
+	Close() error
+	Err() error
+}
+
+// Dialer opens a connection.
+type Dialer func(ctx context.Context) (Conn, error)
+
+// DialOpenFlow dials an OpenFlow endpoint with pkg/ovs/ofconn, e.g. the bridge's management
+// socket unix:<rundir>/<bridge>.mgmt.
+func DialOpenFlow(addr string, opts ofconn.Options) Dialer {
+	return func(ctx context.Context) (Conn, error) {
+		c, err := ofconn.Dial(ctx, addr, opts)
+		if err != nil {
+			return nil, err
+		}
+		return c, nil
+	}
+}
+
+// Run serves connections from dial until ctx ends, reconnecting with a backoff (from 100 ms
+// up to 10 s) when the connection fails or ends.
+func (r *Responder) Run(ctx context.Context, dial Dialer) {
+	const minBackoff, maxBackoff = 100 * time.Millisecond, 10 * time.Second
+	backoff := minBackoff
+	for ctx.Err() == nil {
+		conn, err := dial(ctx)
+		if err != nil {
+			klog.ErrorS(err, "Reject responder cannot connect to OpenFlow; retrying", "backoff", backoff)
+		} else {
+			klog.InfoS("Reject responder connected to OpenFlow")
+			start := time.Now()
+			r.Serve(ctx, conn)
+			_ = conn.Close()
+			if ctx.Err() != nil {
+				return
+			}
+			klog.ErrorS(conn.Err(), "Reject responder lost its OpenFlow connection; reconnecting", "backoff", backoff)
+			if time.Since(start) > maxBackoff {
+				backoff = minBackoff
+			}
+		}
+		select {
+		case <-ctx.Done():
+			return
+		case <-time.After(backoff):
+		}
+		backoff = min(2*backoff, maxBackoff)
+	}
+}

@@ -26,6 +26,13 @@ const PodCookieMask = CategoryMask | ObjectMask
 // PodCookie is the cookie of the flows of the pod with the given ID.
 func PodCookie(round uint16, id uint64) uint64 { return Cookie(round, CategoryPod, id) }
 
+// Hairpin sources: a pod that reaches its own Service and lands on itself sees the connection
+// come from this address, not from itself (which its kernel would drop as a martian).
+var (
+	HairpinIPv4 = netip.MustParseAddr("169.254.0.254")
+	HairpinIPv6 = netip.MustParseAddr("fc01::aabb:ccdd:ef00")
+)
+
 // ipv6LinkLocal is fe80::/10: neighbour discovery and other link-local traffic a pod sends
 // before (or besides) using its global address.
 var ipv6LinkLocal = netip.MustParsePrefix("fe80::/10")
@@ -38,6 +45,9 @@ var ipv6LinkLocal = netip.MustParsePrefix("fe80::/10")
 //     is the spoof guard.
 //   - L3Forwarding: packets to one of the pod's IPs get the gateway MAC as source (when
 //     gatewayMAC is set), the pod's MAC as destination, and leave through the pod's port.
+//   - Hairpin: a Service connection from the pod that was DNATed back to the pod itself is
+//     SNATed to HairpinIPv4/HairpinIPv6 (ServiceSNAT) and sent back out of the port it came in
+//     on (L3Forwarding, IN_PORT).
 func PodFlows(round uint16, gatewayMAC net.HardwareAddr, p Pod) []of.Flow {
 	c := PodCookie(round, p.ID)
 	classify := []of.Action{
@@ -63,14 +73,30 @@ func PodFlows(round uint16, gatewayMAC net.HardwareAddr, p Pod) []of.Flow {
 		Match: of.Match{InPort: p.OFPort}, Actions: []of.Action{of.Drop{}}})
 
 	for _, ip := range p.IPs {
-		var actions []of.Action
+		var rewrite []of.Action
 		if len(gatewayMAC) != 0 {
-			actions = append(actions, of.SetEthSrc{MAC: gatewayMAC})
+			rewrite = append(rewrite, of.SetEthSrc{MAC: gatewayMAC})
 		}
-		actions = append(actions, of.SetEthDst{MAC: p.MAC}, of.Output{Port: p.OFPort})
-		flows = append(flows, of.Flow{Table: TableL3Forwarding, Priority: PriorityNormal, Cookie: c,
-			Match:   of.Match{EthType: familyOf(ip).ethType, Dst: netip.PrefixFrom(ip, ip.BitLen())},
-			Actions: actions})
+		rewrite = append(rewrite, of.SetEthDst{MAC: p.MAC})
+		f := familyOf(ip)
+		dst := netip.PrefixFrom(ip, ip.BitLen())
+		hairpinSrc := HairpinIPv4
+		if f == familyV6 {
+			hairpinSrc = HairpinIPv6
+		}
+		flows = append(flows,
+			of.Flow{Table: TableL3Forwarding, Priority: PriorityNormal, Cookie: c,
+				Match:   of.Match{EthType: f.ethType, Dst: dst},
+				Actions: append(append([]of.Action(nil), rewrite...), of.Output{Port: p.OFPort})},
+			of.Flow{Table: TableServiceSNAT, Priority: PriorityHigh, Cookie: c,
+				Match: of.Match{EthType: f.ethType, InPort: p.OFPort, Dst: dst, CtState: &of.CtState{Set: of.CtNew | of.CtTrk}},
+				Actions: []of.Action{of.CT{Commit: true, Zone: f.snatZone, Table: TableL3Forwarding, HasTable: true,
+					NAT:  &of.NAT{Kind: of.NATSrc, Addr: hairpinSrc},
+					Exec: []of.Action{of.SetCtMark{Value: CtMarkSNAT, Mask: CtMarkSNAT}}}}},
+			of.Flow{Table: TableL3Forwarding, Priority: PriorityHigh, Cookie: c,
+				Match:   of.Match{EthType: f.ethType, InPort: p.OFPort, Dst: dst},
+				Actions: append(append([]of.Action(nil), rewrite...), of.OutputInPort{})},
+		)
 	}
 	return flows
 }

@@ -45,6 +45,8 @@ func TestPodFlowsGolden(t *testing.T) {
 			want: `cookie=0x3040000000007,table=0,priority=200,ip,in_port=7,dl_src=0a:58:0a:0a:00:05,nw_src=10.10.0.5 actions=set_field:0x2/0xf->reg0,goto_table:5
 cookie=0x3040000000007,table=0,priority=190,in_port=7 actions=drop
 cookie=0x3040000000007,table=20,priority=200,ip,nw_dst=10.10.0.5 actions=set_field:0a:58:0a:0a:00:01->eth_src,set_field:0a:58:0a:0a:00:05->eth_dst,output:7
+cookie=0x3040000000007,table=16,priority=210,ct_state=+new+trk,ip,in_port=7,nw_dst=10.10.0.5 actions=ct(commit,table=20,zone=65521,nat(src=169.254.0.254),exec(set_field:0x2/0x2->ct_mark))
+cookie=0x3040000000007,table=20,priority=210,ip,in_port=7,nw_dst=10.10.0.5 actions=set_field:0a:58:0a:0a:00:01->eth_src,set_field:0a:58:0a:0a:00:05->eth_dst,IN_PORT
 `,
 		},
 		{
@@ -55,7 +57,11 @@ cookie=0x3040000000007,table=0,priority=200,ipv6,in_port=7,dl_src=0a:58:0a:0a:00
 cookie=0x3040000000007,table=0,priority=200,ipv6,in_port=7,dl_src=0a:58:0a:0a:00:05,ipv6_src=fe80::/10 actions=set_field:0x2/0xf->reg0,goto_table:5
 cookie=0x3040000000007,table=0,priority=190,in_port=7 actions=drop
 cookie=0x3040000000007,table=20,priority=200,ip,nw_dst=10.10.0.5 actions=set_field:0a:58:0a:0a:00:05->eth_dst,output:7
+cookie=0x3040000000007,table=16,priority=210,ct_state=+new+trk,ip,in_port=7,nw_dst=10.10.0.5 actions=ct(commit,table=20,zone=65521,nat(src=169.254.0.254),exec(set_field:0x2/0x2->ct_mark))
+cookie=0x3040000000007,table=20,priority=210,ip,in_port=7,nw_dst=10.10.0.5 actions=set_field:0a:58:0a:0a:00:05->eth_dst,IN_PORT
 cookie=0x3040000000007,table=20,priority=200,ipv6,ipv6_dst=fd00:10:10::5 actions=set_field:0a:58:0a:0a:00:05->eth_dst,output:7
+cookie=0x3040000000007,table=16,priority=210,ct_state=+new+trk,ipv6,in_port=7,ipv6_dst=fd00:10:10::5 actions=ct(commit,table=20,zone=65511,nat(src=fc01::aabb:ccdd:ef00),exec(set_field:0x2/0x2->ct_mark))
+cookie=0x3040000000007,table=20,priority=210,ipv6,in_port=7,ipv6_dst=fd00:10:10::5 actions=set_field:0a:58:0a:0a:00:05->eth_dst,IN_PORT
 `,
 		},
 	} {

@@ -98,8 +98,10 @@ const (
 
 // Priorities.
 const (
-	PriorityHigh   uint16 = 210
-	PriorityNormal uint16 = 200
+	PriorityHigh uint16 = 210
+	// PrioritySNATLookup re-applies SNAT to established Service connections (ConntrackState).
+	PrioritySNATLookup uint16 = 205
+	PriorityNormal     uint16 = 200
 	// PriorityRangeDrop drops what loadBalancerSourceRanges does not allow.
 	PriorityRangeDrop uint16 = 195
 	PriorityLow       uint16 = 190

@@ -3,6 +3,7 @@ package proxy
 import (
 	"context"
 	"fmt"
+	"net/netip"
 	"strings"
 	"testing"
 	"time"
@@ -12,6 +13,7 @@ import (
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/client-go/kubernetes/fake"
 
+	of "github.com/antrea-proxy/antrea-proxy/pkg/ovs/openflow"
 	"github.com/antrea-proxy/antrea-proxy/pkg/pipeline"
 	"github.com/antrea-proxy/antrea-proxy/test/lab"
 )
@@ -128,4 +130,41 @@ func TestIntegrationSessionAffinity(t *testing.T) {
 	waitFor(t, 15*time.Second, "the learned affinity flows to idle out after 3s", func() bool {
 		return !strings.Contains(learned(), "nw_src=10.10.0.10")
 	})
+}
+
+// TestIntegrationHairpin: a pod reaching its own Service lands on itself and gets the reply; it
+// sees the connection come from the hairpin address.
+func TestIntegrationHairpin(t *testing.T) {
+	svc := makeService("default", "self", "10.96.0.20")
+	l := lab.New(t)
+	pod := l.AddPod(t, "pod1", "10.10.0.11", 8080)
+	podFlows := pipeline.PodFlows(1, nil, pipeline.Pod{ID: 1, OFPort: pod.Veth.OFPort, MAC: pod.Veth.MAC,
+		IPs: []netip.Addr{netip.MustParseAddr(pod.IP)}})
+	var ops []of.Op
+	for i := range podFlows {
+		ops = append(ops, of.Op{Kind: of.AddFlow, Flow: &podFlows[i]})
+	}
+	if err := l.OF.Apply(context.Background(), ops); err != nil {
+		t.Fatal(err)
+	}
+	objs := []runtime.Object{&v1.Node{ObjectMeta: metav1.ObjectMeta{Name: testNode}}, svc,
+		makeSlice("default", "self", "self-1", 8080, v1.ProtocolTCP, "http", ep{ip: pod.IP, node: testNode, ready: true})}
+	p, err := New(Options{NodeName: testNode, MinSyncInterval: 100 * time.Millisecond, FullSyncPeriod: time.Minute}, l.OF, l.Rounds())
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan error, 1)
+	go func() { done <- p.Run(ctx, fake.NewSimpleClientset(objs...)) }()
+	defer func() { cancel(); <-done }()
+	waitFor(t, 20*time.Second, "the Service to be installed", func() bool { return len(p.Services()) == 1 })
+	for i := 0; i < 5; i++ {
+		server, from, err := l.Dial(context.Background(), pod, "10.96.0.20:80", 2*time.Second)
+		if err != nil {
+			t.Fatalf("hairpin connection %d: %v\n%s", i, err, l.Flows())
+		}
+		if server != "pod1" || !strings.HasPrefix(from, pipeline.HairpinIPv4.String()+":") {
+			t.Fatalf("hairpin: want pod1 to answer a connection from %s, got %s from %s", pipeline.HairpinIPv4, server, from)
+		}
+	}
 }

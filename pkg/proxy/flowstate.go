@@ -221,3 +221,12 @@ func (t *txn) commit() {
 
 // flowCount returns how many flows an owner has installed.
 func (s *flowState) flowCount(o owner) int { return len(s.owned[o]) }
+
+// groupCount returns how many groups are installed.
+func (s *flowState) groupCount() int {
+	n := 0
+	for _, gs := range s.groups {
+		n += len(gs)
+	}
+	return n
+}

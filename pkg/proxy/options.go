@@ -9,6 +9,7 @@ import (
 	v1 "k8s.io/api/core/v1"
 	"k8s.io/utils/clock"
 
+	"github.com/antrea-proxy/antrea-proxy/pkg/proxy/metrics"
 	"github.com/antrea-proxy/antrea-proxy/pkg/proxy/model"
 )
 
@@ -35,6 +36,9 @@ type Options struct {
 	FullSyncPeriod  time.Duration
 	// Clock is the time source; nil means the real clock.
 	Clock clock.WithTicker
+	// Observer is told about queued changes, node updates and every sync (metrics, health
+	// checks); nil means none.
+	Observer metrics.Observer
 }
 
 func (o *Options) defaults() {

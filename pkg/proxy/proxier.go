@@ -93,6 +93,10 @@ func (p *Proxier) OnNodeUpdate(node *v1.Node) {
 	p.node = node.DeepCopy()
 	p.baseDirty = true
 	p.mu.Unlock()
+	if o := p.opts.Observer; o != nil {
+		o.NodeUpdated(node)
+		o.QueuedUpdate()
+	}
 	p.runner.Request()
 }
 
@@ -143,6 +147,9 @@ func (p *Proxier) RunSyncLoop(ctx context.Context) {
 			case <-ctx.Done():
 				return
 			case <-p.track.Notify():
+				if o := p.opts.Observer; o != nil {
+					o.QueuedUpdate()
+				}
 				p.runner.Request()
 			}
 		}

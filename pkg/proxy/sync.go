@@ -13,7 +13,9 @@ import (
 
 	of "github.com/antrea-proxy/antrea-proxy/pkg/ovs/openflow"
 	"github.com/antrea-proxy/antrea-proxy/pkg/pipeline"
+	"github.com/antrea-proxy/antrea-proxy/pkg/proxy/metrics"
 	"github.com/antrea-proxy/antrea-proxy/pkg/proxy/model"
+	"github.com/antrea-proxy/antrea-proxy/pkg/proxy/tracker"
 )
 
 // ourCategories are the cookie categories this proxier owns and cleans up across rounds.
@@ -161,9 +163,17 @@ func hasFamily(ips []netip.Addr, ipv6 bool) bool {
 	return false
 }
 
-// syncOnce drains the trackers and installs the difference. On failure nothing is recorded as
-// installed and the same Services are retried by the next sync.
+// syncOnce drains the trackers and installs the difference, then tells the observer. On
+// failure nothing is recorded as installed and the same Services are retried by the next sync.
 func (p *Proxier) syncOnce(ctx context.Context, full bool) error {
+	res, err := p.syncLocked(ctx, full)
+	if o := p.opts.Observer; o != nil {
+		o.SyncDone(res)
+	}
+	return err
+}
+
+func (p *Proxier) syncLocked(ctx context.Context, full bool) (metrics.SyncResult, error) {
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	start := p.opts.Clock.Now()
@@ -171,7 +181,7 @@ func (p *Proxier) syncOnce(ctx context.Context, full bool) error {
 		if err := p.start(ctx); err != nil {
 			p.syncErr = err
 			klog.ErrorS(err, "Proxier start-up failed; will retry")
-			return err
+			return p.syncResult(start, full, tracker.Drained{}, nil, err), err
 		}
 		p.started = true
 		full = true
@@ -238,7 +248,7 @@ func (p *Proxier) syncOnce(ctx context.Context, full bool) error {
 		if err := p.bridge.Apply(ctx, ops); err != nil {
 			p.syncErr = err
 			klog.ErrorS(err, "Installing flows failed; will retry", "services", p.dirty.Len(), "ops", len(ops))
-			return err
+			return p.syncResult(start, full, drained, computed, err), err
 		}
 	}
 	tx.commit()
@@ -269,7 +279,7 @@ func (p *Proxier) syncOnce(ctx context.Context, full bool) error {
 	p.lastSync = now
 	p.syncs++
 	klog.V(2).InfoS("Synced", "full", full, "services", len(computed), "ops", len(ops), "duration", now.Sub(start))
-	return nil
+	return p.syncResult(start, full, drained, computed, nil), nil
 }
 
 func sortedNames(s sets.Set[types.NamespacedName]) []types.NamespacedName {

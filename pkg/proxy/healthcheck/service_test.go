@@ -8,6 +8,7 @@ import (
 	"net/http"
 	"net/netip"
 	"strconv"
+	"sync/atomic"
 	"syscall"
 	"testing"
 	"time"
@@ -83,8 +84,8 @@ func newServer(t *testing.T, opts ServiceOptions) *ServiceHealthServer {
 
 func TestServiceHealthResponses(t *testing.T) {
 	ports := freePorts(t, 1)
-	proxyHealthy := true
-	s := newServer(t, ServiceOptions{NodeName: "node1", Addresses: []netip.Addr{lo1}, ProxyHealthy: func() bool { return proxyHealthy }})
+	var proxyHealthy atomic.Bool
+	s := newServer(t, ServiceOptions{NodeName: "node1", Addresses: []netip.Addr{lo1}, ProxyHealthy: proxyHealthy.Load})
 	require.NoError(t, s.SyncServices(map[types.NamespacedName]uint16{svcA: ports[0]}))
 
 	steps := []struct {
@@ -102,7 +103,7 @@ func TestServiceHealthResponses(t *testing.T) {
 	}
 	for _, st := range steps {
 		s.SyncEndpoints(st.counts)
-		proxyHealthy = st.healthy
+		proxyHealthy.Store(st.healthy)
 		got, ok := probe(t, lo1, ports[0])
 		require.True(t, ok, "%s: port closed", st.name)
 		if diff := cmp.Diff(st.want, got, cmp.AllowUnexported(hcReply{})); diff != "" {
@@ -233,8 +234,8 @@ func TestServiceHealthObserver(t *testing.T) {
 	o.SyncDone(metrics.SyncResult{
 		NodeAddresses: []netip.Addr{lo1},
 		Services: map[types.NamespacedName]*metrics.ServiceSummary{
-			svcA: {Ports: 1, HealthCheckNodePort: p[0], LocalReady: 2},
-			svcB: {Ports: 1, HealthCheckNodePort: p[1]},
+			svcA:                               {Ports: 1, HealthCheckNodePort: p[0], LocalReady: 2},
+			svcB:                               {Ports: 1, HealthCheckNodePort: p[1]},
 			{Namespace: "ns", Name: "cluster"}: {Ports: 1, LocalReady: 4},
 		},
 	})

@@ -1,0 +1,40 @@
+package proxy
+
+import (
+	"time"
+
+	"k8s.io/apimachinery/pkg/types"
+
+	"github.com/antrea-proxy/antrea-proxy/pkg/proxy/metrics"
+	"github.com/antrea-proxy/antrea-proxy/pkg/proxy/tracker"
+)
+
+// syncResult describes the sync that started at start for a metrics.Observer (metrics,
+// health checks). Call it with p.mu held, after the installed state was committed or, on
+// failure, left alone; computed holds every Service the sync recomputed (nil or empty = gone).
+func (p *Proxier) syncResult(start time.Time, full bool, drained tracker.Drained, computed map[types.NamespacedName][]desired, err error) metrics.SyncResult {
+	res := metrics.SyncResult{
+		Start:           start,
+		Duration:        p.opts.Clock.Since(start),
+		Err:             err,
+		Full:            full,
+		ServiceChanges:  len(drained.ServiceChanges),
+		EndpointChanges: drained.DirtyEndpoints.Len(),
+		TriggerTimes:    drained.TriggerTimes,
+		Flows:           len(p.state.flows),
+		Groups:          p.state.groupCount(),
+		NodeAddresses:   p.nodeConfig().NodePortAddresses,
+	}
+	if err != nil {
+		return res
+	}
+	res.Services = make(map[types.NamespacedName]*metrics.ServiceSummary, len(computed))
+	for nn, want := range computed {
+		ports := make([]metrics.PortEndpoints, 0, len(want))
+		for _, d := range want {
+			ports = append(ports, metrics.PortEndpoints{Port: d.port, IPv6: d.ipv6, Endpoints: d.endpoints})
+		}
+		res.Services[nn] = metrics.Summarize(ports)
+	}
+	return res
+}

@@ -12,7 +12,7 @@ BINARIES := antrea-agent antctl antrea-cni antrea-controller
 UNIT_PKGS = $(shell $(GO) list ./...)
 INTEGRATION_RUN := 'Integration|RealOVS|TestStart|TestNetNS|TestEcho|TestOfctl|TestClient'
 
-.PHONY: all build setup test test-unit test-integration test-e2e bench lint fmt generate demo demo-down clean
+.PHONY: all build setup test test-unit test-integration test-e2e bench lint fmt generate demo demo-down clean helm manifest image
 
 all: build
 
@@ -50,6 +50,24 @@ lint:
 
 generate:
 	$(GO) generate ./pkg/...
+
+# helm: build the helm pinned in hack/tools/helm into _output/bin/helm (rebuilt only when the pin
+# changes). manifest: regenerate build/yamls/antrea-proxy.yml from the chart (test/chart fails when
+# it drifts).
+helm:
+	@bash hack/build-helm.sh
+
+manifest:
+	@bash hack/generate-manifest.sh
+
+# image: build the agent and controller images (needs docker or podman; not built in CI, see
+# build/images/README.md).
+DOCKER ?= docker
+IMAGE_REPO ?= antrea-proxy
+IMAGE_TAG ?= $(shell sed -n 's/^appVersion: *"\{0,1\}\([^"]*\)"\{0,1\}/\1/p' build/charts/antrea-proxy/Chart.yaml)
+image:
+	$(DOCKER) build -f build/images/agent/Dockerfile --build-arg VERSION=$(VERSION) -t $(IMAGE_REPO)/antrea-agent:$(IMAGE_TAG) .
+	$(DOCKER) build -f build/images/controller/Dockerfile --build-arg VERSION=$(VERSION) -t $(IMAGE_REPO)/antrea-controller:$(IMAGE_TAG) .
 
 demo: setup build
 	@bash hack/demo.sh up

@@ -11,7 +11,13 @@ suite=${1:-all}
 # test/e2e's own suite needs the e2e build tag; its helper packages have plain unit tests.
 pkgs=$(go list ./...)
 
+# The chart tests (test/chart) run helm built from hack/tools/helm; build it first (about two
+# minutes once, instant afterwards) so the build shows its progress here, not inside a test.
+build_helm() {
+  bash hack/build-helm.sh
+}
 run_unit() {
+  build_helm
   echo "== unit tests (go test -short) =="
   go test -short -count=1 $pkgs
 }
@@ -25,6 +31,7 @@ run_e2e() {
     # Build etcd, kube-apiserver and kube-controller-manager first (about 15 minutes on a fresh
     # machine, seconds once built) so the build shows its progress here, not inside a test.
     bash hack/build-control-plane.sh
+    build_helm
     go test -count=1 -timeout 60m -tags e2e ./test/e2e/...
   else
     echo "== end-to-end tests: none yet =="

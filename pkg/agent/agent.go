@@ -24,6 +24,8 @@ import (
 type Components struct {
 	OVSDB   *ovsdb.Client
 	Proxier *proxy.Proxier
+	// DataPath is the node data path (gateway, routes, nftables, CNI); nil when disabled.
+	DataPath *DataPath
 }
 
 // Setup connects to OVS, ensures the bridge and builds the proxier.
@@ -44,12 +46,17 @@ func Setup(ctx context.Context, cfg *config.AgentConfig) (*Components, error) {
 		db.Close()
 		return nil, err
 	}
+	dp, err := setupDataPath(ctx, cfg, db, of, ovsdb.RoundStore{Client: db, Bridge: cfg.OVSBridge}, &opts)
+	if err != nil {
+		db.Close()
+		return nil, err
+	}
 	p, err := proxy.New(opts, of, ovsdb.RoundStore{Client: db, Bridge: cfg.OVSBridge})
 	if err != nil {
 		db.Close()
 		return nil, err
 	}
-	return &Components{OVSDB: db, Proxier: p}, nil
+	return &Components{OVSDB: db, Proxier: p, DataPath: dp}, nil
 }
 
 func proxyOptions(ctx context.Context, cfg *config.AgentConfig, db *ovsdb.Client) (proxy.Options, error) {
@@ -126,6 +133,9 @@ func Run(ctx context.Context, cfg *config.AgentConfig, client kubernetes.Interfa
 		return fmt.Errorf("starting the agent API: %w", err)
 	}
 	defer api.Close()
+	if err := startDataPath(ctx, c, client); err != nil {
+		return fmt.Errorf("starting the node data path: %w", err)
+	}
 	if !cfg.AntreaProxy.Enabled() {
 		klog.InfoS("AntreaProxy is disabled (antreaProxy.enable=false); nothing to do")
 		<-ctx.Done()

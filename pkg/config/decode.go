@@ -207,6 +207,12 @@ func checkValue(path string, v any, t reflect.Type, errs *[]error) {
 		if _, ok := v.(bool); !ok {
 			typeErr("a boolean (true or false)")
 		}
+	case reflect.Int:
+		if n, ok := v.(json.Number); !ok {
+			typeErr("an integer")
+		} else if _, err := n.Int64(); err != nil {
+			typeErr("an integer")
+		}
 	default:
 		*errs = append(*errs, fieldErr(path, "internal error: schema type %v is not supported", t))
 	}

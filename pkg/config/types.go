@@ -56,6 +56,9 @@ type AgentConfig struct {
 	APITokenFile string `json:"apiTokenFile,omitempty"`
 	// AntreaProxy configures the service proxy.
 	AntreaProxy AntreaProxyConfig `json:"antreaProxy"`
+	// NodeNetwork configures the node data path (see NodeNetworkConfig); omitted means all
+	// defaults.
+	NodeNetwork NodeNetworkConfig `json:"nodeNetwork,omitzero"`
 }
 
 // AntreaProxyConfig is the antreaProxy section of antrea-agent.conf.

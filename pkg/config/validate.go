@@ -70,6 +70,7 @@ func (c *AgentConfig) Validate() error {
 	}
 	errs = append(errs, c.validateAPITCP()...)
 	errs = append(errs, c.AntreaProxy.validate("antreaProxy")...)
+	errs = append(errs, c.NodeNetwork.validate("nodeNetwork")...)
 	return errors.Join(errs...)
 }
 

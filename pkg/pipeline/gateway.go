@@ -18,9 +18,6 @@ const (
 	// priorityGatewayHairpin sits between the pod flows (PriorityNormal) and the default route
 	// to the gateway (PriorityLow) in L3Forwarding.
 	priorityGatewayHairpin uint16 = 195
-	// priorityEstablishedSNAT sits between the invalid drop (PriorityHigh) and the established
-	// shortcut (PriorityNormal) in ConntrackState.
-	priorityEstablishedSNAT uint16 = 205
 )
 
 // Gateway is what the gateway flows need to know about the host gateway.
@@ -57,10 +54,8 @@ func (g Gateway) families() []family {
 //     connection (ct_mark 0x1, or 0x2 once SNATed) but is not for a local pod goes back out of
 //     the gateway with IN_PORT (OpenFlow drops a plain output to the in_port). This is external
 //     traffic to a remote endpoint and its replies.
-//   - ConntrackState, priority 205: established packets of a Service connection from the
-//     gateway in the original direction go through the SNAT zone with nat, so that a connection
-//     SNATed by ServiceSNAT (first packet only) keeps its source for its whole life. A
-//     connection that was not SNATed is unknown in that zone and passes unchanged.
+//   - (Established Service connections are SNATed again after DNAT by a base flow in
+//     ConntrackState, whatever their source; see BaseFlows.)
 //   - NodePortMark, priority 200: the NodePort virtual IP marks reg0[4], like a node address.
 //
 // The classification of the gateway port (in_port → reg0 from gateway) is a base flow
@@ -80,12 +75,6 @@ func GatewayFlows(round uint16, gw Gateway) []of.Flow {
 			of.Flow{Table: TableL3Forwarding, Priority: priorityGatewayHairpin, Cookie: c,
 				Match:   of.Match{InPort: gw.OFPort, EthType: f.ethType, CtMark: &of.Masked32{Value: CtMarkSNAT, Mask: CtMarkSNAT}},
 				Actions: hairpin},
-			of.Flow{Table: TableConntrackState, Priority: priorityEstablishedSNAT, Cookie: c,
-				Match: of.Match{EthType: f.ethType,
-					CtState: &of.CtState{Set: of.CtTrk, Unset: of.CtNew | of.CtRpl},
-					CtMark:  &of.Masked32{Value: CtMarkService, Mask: CtMarkService},
-					Regs:    []of.RegMatch{{Reg: RegSource, Value: SourceGateway, Mask: SourceMask}}},
-				Actions: []of.Action{of.CT{Zone: f.snatZone, Table: TableL3Forwarding, HasTable: true, NAT: &of.NAT{Kind: of.NATReply}}}},
 		)
 	}
 	for _, ip := range gw.NodePortVirtualIPs {

@@ -13,7 +13,6 @@ func TestGatewayFlowsGolden(t *testing.T) {
 	want := `cookie=0x3050000000000,table=20,priority=190,ip actions=set_field:0e:00:00:00:00:01->eth_dst,output:2
 cookie=0x3050000000000,table=20,priority=195,ct_mark=0x1/0x1,ip,in_port=2 actions=set_field:0e:00:00:00:00:01->eth_dst,IN_PORT
 cookie=0x3050000000000,table=20,priority=195,ct_mark=0x2/0x2,ip,in_port=2 actions=set_field:0e:00:00:00:00:01->eth_dst,IN_PORT
-cookie=0x3050000000000,table=11,priority=205,ct_state=-new-rpl+trk,ct_mark=0x1/0x1,ip,reg0=0x1/0xf actions=ct(table=20,zone=65521,nat)
 cookie=0x3050000000000,table=12,priority=200,ip,nw_dst=169.254.0.252 actions=set_field:0x10/0x10->reg0,resubmit(,13),goto_table:14
 `
 	if diff := cmp.Diff(want, renderFlows(GatewayFlows(3, gw))); diff != "" {
@@ -24,7 +23,6 @@ cookie=0x3050000000000,table=12,priority=200,ip,nw_dst=169.254.0.252 actions=set
 	want6 := `cookie=0x3050000000000,table=20,priority=190,ipv6 actions=set_field:0e:00:00:00:00:01->eth_dst,output:2
 cookie=0x3050000000000,table=20,priority=195,ct_mark=0x1/0x1,ipv6,in_port=2 actions=set_field:0e:00:00:00:00:01->eth_dst,IN_PORT
 cookie=0x3050000000000,table=20,priority=195,ct_mark=0x2/0x2,ipv6,in_port=2 actions=set_field:0e:00:00:00:00:01->eth_dst,IN_PORT
-cookie=0x3050000000000,table=11,priority=205,ct_state=-new-rpl+trk,ct_mark=0x1/0x1,ipv6,reg0=0x1/0xf actions=ct(table=20,zone=65511,nat)
 cookie=0x3050000000000,table=12,priority=200,ipv6,ipv6_dst=fc01::aabb:ccdd:eefe actions=set_field:0x10/0x10->reg0,resubmit(,13),goto_table:14
 `
 	if diff := cmp.Diff(want6, renderFlows(GatewayFlows(3, gw))); diff != "" {
@@ -42,7 +40,7 @@ func TestGatewayFlowsCookie(t *testing.T) {
 	if got := CategoryGateway.String(); got != "gateway" {
 		t.Errorf("CategoryGateway.String() = %q", got)
 	}
-	if n := len(GatewayFlows(7, gw)); n != 8 {
-		t.Errorf("dual-stack gateway without NodePort virtual IPs: %d flows, want 8", n)
+	if n := len(GatewayFlows(7, gw)); n != 6 {
+		t.Errorf("dual-stack gateway without NodePort virtual IPs: %d flows, want 6", n)
 	}
 }

@@ -108,11 +108,29 @@ func (s *servicePort) cluster(snat bool) target {
 
 func (s *servicePort) local() target { return target{gid: s.in.LocalGroupID, eps: s.sets.local} }
 
-// lbActions sends a new connection to the target's group, or drops it when the target has no
-// endpoint.
+// RejectMaxLen is the max_len of the reject controller action: enough for the Ethernet, IP and
+// transport headers the responder answers from.
+const RejectMaxLen = 128
+
+// RejectAction sends a new connection to a Service port without any endpoint to the agent's
+// reject responder (pkg/proxy/reject), which answers with a TCP reset or an ICMP unreachable.
+func RejectAction() of.Controller { return of.Controller{MaxLen: RejectMaxLen} }
+
+// noEndpoint is what happens to a new connection whose target has no endpoint: rejected when the
+// port has no usable endpoint at all (as kube-proxy does), dropped when only the local set is
+// empty (a Local traffic policy on a node without endpoints).
+func (s *servicePort) noEndpoint() []of.Action {
+	if len(s.sets.cluster) == 0 && len(s.sets.local) == 0 {
+		return []of.Action{RejectAction()}
+	}
+	return []of.Action{of.Drop{}}
+}
+
+// lbActions sends a new connection to the target's group, or, when the target has no endpoint,
+// rejects or drops it (noEndpoint).
 func (s *servicePort) lbActions(t target) []of.Action {
 	if len(t.eps) == 0 {
-		return []of.Action{of.Drop{}}
+		return s.noEndpoint()
 	}
 	var a []of.Action
 	if t.snat {
@@ -193,7 +211,7 @@ func (s *servicePort) serviceLBFlows() []of.Flow {
 		selected := s.flow(e.priority, e.match, e.reg0, e.reg0Mask, s.selectedActions(e.to))
 		selected.Match.Regs = append(selected.Match.Regs, of.RegMatch{Reg: RegEndpointPort, Value: BitEndpointSet, Mask: BitEndpointSet})
 		if len(e.to.eps) == 0 {
-			flows = append(flows, s.flow(e.priority, e.match, e.reg0, e.reg0Mask, []of.Action{of.Drop{}}))
+			flows = append(flows, s.flow(e.priority, e.match, e.reg0, e.reg0Mask, s.noEndpoint()))
 			continue
 		}
 		flows = append(flows, notSelected, selected)

@@ -46,9 +46,12 @@ type Proxier struct {
 	state     *flowState
 	groups    *groupIDs
 	svcOwners map[types.NamespacedName][]owner
-	status    map[types.NamespacedName]*serviceStatus
-	round     uint16
-	started   bool
+	// ownerEndpoints are the endpoints each owner's groups selected at its last sync (UDP
+	// conntrack clean-up).
+	ownerEndpoints map[owner]selected
+	status         map[types.NamespacedName]*serviceStatus
+	round          uint16
+	started        bool
 	// stale holds delete ops for flows of older rounds, sent with the first sync.
 	stale []of.Op
 	// lastSync is when the last successful sync finished.
@@ -64,17 +67,18 @@ func New(opts Options, bridge of.Bridge, rounds RoundStore) (*Proxier, error) {
 		return nil, err
 	}
 	p := &Proxier{
-		opts:      opts,
-		bridge:    bridge,
-		rounds:    rounds,
-		track:     tracker.New(),
-		baseDirty: true,
-		services:  map[types.NamespacedName]*v1.Service{},
-		dirty:     sets.New[types.NamespacedName](),
-		state:     newFlowState(),
-		groups:    newGroupIDs(),
-		svcOwners: map[types.NamespacedName][]owner{},
-		status:    map[types.NamespacedName]*serviceStatus{},
+		opts:           opts,
+		bridge:         bridge,
+		rounds:         rounds,
+		track:          tracker.New(),
+		baseDirty:      true,
+		services:       map[types.NamespacedName]*v1.Service{},
+		dirty:          sets.New[types.NamespacedName](),
+		state:          newFlowState(),
+		groups:         newGroupIDs(),
+		svcOwners:      map[types.NamespacedName][]owner{},
+		ownerEndpoints: map[owner]selected{},
+		status:         map[types.NamespacedName]*serviceStatus{},
 	}
 	p.runner = newRunner(p.syncOnce, opts.MinSyncInterval, opts.FullSyncPeriod, opts.Clock)
 	return p, nil

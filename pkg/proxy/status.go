@@ -1,6 +1,7 @@
 package proxy
 
 import (
+	"strings"
 	"time"
 
 	"k8s.io/apimachinery/pkg/types"
@@ -118,4 +119,17 @@ func (p *Proxier) SyncState() (last time.Time, err error, syncs int) {
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	return p.lastSync, p.syncErr, p.syncs
+}
+
+// ServiceFlowsContain reports whether any installed Service flow renders with s; for tests and
+// debugging.
+func (p *Proxier) ServiceFlowsContain(s string) bool {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	for _, e := range p.state.flows {
+		if strings.Contains(e.text, s) {
+			return true
+		}
+	}
+	return false
 }

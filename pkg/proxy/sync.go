@@ -252,6 +252,23 @@ func (p *Proxier) syncLocked(ctx context.Context, full bool) (metrics.SyncResult
 		}
 	}
 	tx.commit()
+	var flushes []udpFlush
+	npAddrs := p.nodeConfig().NodePortAddresses
+	for _, want := range computed {
+		for _, d := range want {
+			flushes = append(flushes, udpFlushes(d, p.ownerEndpoints[d.owner].endpoints, npAddrs)...)
+		}
+	}
+	for _, o := range released {
+		flushes = append(flushes, goneFlushes(p.ownerEndpoints[o])...)
+		delete(p.ownerEndpoints, o)
+	}
+	for _, want := range computed {
+		for _, d := range want {
+			p.ownerEndpoints[d.owner] = selectedOf(d)
+		}
+	}
+	p.flushConntrack(ctx, flushes)
 	if first {
 		p.stale = nil
 		if err := p.rounds.SaveRound(ctx, p.round); err != nil {

@@ -85,6 +85,20 @@ func BuildReply(frame []byte) ([]byte, Kind, error) {
 	return nil, KindNone, noReply("EtherType %s", eth.EthernetType)
 }
 
+// transport returns the packet's TCP, UDP or SCTP layer when its header decoded completely
+// (gopacket keeps a zero layer when the header is cut short), else nil.
+func transport(pkt gopacket.Packet) gopacket.Layer {
+	l := pkt.TransportLayer()
+	if l == nil {
+		return nil
+	}
+	minLen := map[gopacket.LayerType]int{layers.LayerTypeTCP: 20, layers.LayerTypeUDP: 8, layers.LayerTypeSCTP: 12}[l.LayerType()]
+	if minLen == 0 || len(l.LayerContents()) < minLen {
+		return nil
+	}
+	return l
+}
+
 func isGroupMAC(m net.HardwareAddr) bool { return len(m) != 6 || m[0]&1 != 0 }
 
 // unicastPair checks that both addresses may appear in an error exchange.
@@ -107,7 +121,7 @@ func replyIPv4(pkt gopacket.Packet, eth *layers.Ethernet, ip *layers.IPv4) ([]by
 	}
 	rip := &layers.IPv4{Version: 4, IHL: 5, TTL: replyTTL, SrcIP: ip.DstIP, DstIP: ip.SrcIP}
 	declared := int(ip.Length) - int(ip.IHL)*4
-	switch l4 := pkt.TransportLayer().(type) {
+	switch l4 := transport(pkt).(type) {
 	case *layers.TCP:
 		rip.Protocol = layers.IPProtocolTCP
 		return tcpReset(eth, rip, l4, declared, ip.Payload)
@@ -130,15 +144,15 @@ func replyIPv6(pkt gopacket.Packet, eth *layers.Ethernet, ip *layers.IPv6) ([]by
 	}
 	rip := &layers.IPv6{Version: 6, HopLimit: replyTTL, SrcIP: ip.DstIP, DstIP: ip.SrcIP}
 	declared := int(ip.Length) // payload length, extension headers included
-	switch l4 := pkt.TransportLayer().(type) {
+	switch l4 := transport(pkt).(type) {
 	case *layers.TCP:
 		rip.NextHeader = layers.IPProtocolTCP
 		return tcpReset(eth, rip, l4, declared, ip.Payload)
 	case *layers.UDP, *layers.SCTP:
 		rip.NextHeader = layers.IPProtocolICMPv6
 		quote := append(append(make([]byte, 4), ip.Contents...), ip.Payload...) // 4 unused bytes first
-		if len(quote) > maxQuoteV6 {
-			quote = quote[:maxQuoteV6]
+		if len(quote) > 4+maxQuoteV6 {
+			quote = quote[:4+maxQuoteV6]
 		}
 		icmp := &layers.ICMPv6{TypeCode: layers.CreateICMPv6TypeCode(layers.ICMPv6TypeDestinationUnreachable, layers.ICMPv6CodePortUnreachable)}
 		if err := icmp.SetNetworkLayerForChecksum(rip); err != nil {

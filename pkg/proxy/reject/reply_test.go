@@ -181,13 +181,27 @@ func TestBuildReplyICMPPortUnreachable(t *testing.T) {
 			require.Nil(t, d.tcp)
 			require.Equal(t, []byte{tc.wantType, tc.wantCode}, d.icmp[:2])
 			require.Equal(t, []byte{0, 0, 0, 0}, d.icmp[4:8], "unused word")
-			orig := tc.in[14:]
+			orig := originalIP(t, tc.in)
 			if tc.quoteLen != 0 {
 				orig = orig[:tc.quoteLen]
 			}
 			require.Equal(t, orig, d.icmp[tc.quoteFrom:], "the ICMP message quotes the original IP packet")
 		})
 	}
+}
+
+// originalIP is the IP packet of an Ethernet frame, without Ethernet padding.
+func originalIP(t *testing.T, f []byte) []byte {
+	t.Helper()
+	pkt := gopacket.NewPacket(f, layers.LayerTypeEthernet, gopacket.Default)
+	switch ip := pkt.NetworkLayer().(type) {
+	case *layers.IPv4:
+		return f[14 : 14+int(ip.Length)]
+	case *layers.IPv6:
+		return f[14 : 14+40+int(ip.Length)]
+	}
+	t.Fatalf("no IP packet in %x", f)
+	return nil
 }
 
 func TestBuildReplyRefusesWhatMustNotBeAnswered(t *testing.T) {

@@ -10,17 +10,7 @@ import (
 	"k8s.io/klog/v2"
 
 	"github.com/antrea-proxy/antrea-proxy/pkg/ovs/ofconn"
-	of "github.com/antrea-proxy/antrea-proxy/pkg/ovs/openflow"
 )
-
-// ControllerMaxLen is the max_len of the controller action: enough for the Ethernet, IP
-// (with options or extension headers) and L4 headers that a reply needs. Open vSwitch, which
-// never buffers packets, sends whole packets anyway; BuildReply copes with either.
-const ControllerMaxLen = 128
-
-// ControllerAction is the action that replaces drop in the flows of a Service port with no
-// endpoints: it renders as CONTROLLER:128 (reason action).
-func ControllerAction() of.Controller { return of.Controller{MaxLen: ControllerMaxLen} }
 
 // FromFlows accepts packet-ins sent by a controller action (reason action) of a flow in table
 // whose cookie, masked with cookieMask, equals cookie.

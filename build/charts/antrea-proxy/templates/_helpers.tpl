@@ -1,0 +1,82 @@
+{{/* Common labels of every object of the release. */}}
+{{- define "antrea-proxy.labels" -}}
+app.kubernetes.io/name: antrea-proxy
+app.kubernetes.io/instance: {{ .Release.Name }}
+app.kubernetes.io/version: {{ .Chart.AppVersion | quote }}
+app.kubernetes.io/managed-by: {{ .Release.Service }}
+helm.sh/chart: {{ printf "%s-%s" .Chart.Name .Chart.Version }}
+{{- end -}}
+
+{{/* Selector labels of one component; call with (dict "ctx" $ "component" "antrea-agent"). */}}
+{{- define "antrea-proxy.selectorLabels" -}}
+app.kubernetes.io/name: antrea-proxy
+app.kubernetes.io/instance: {{ .ctx.Release.Name }}
+app.kubernetes.io/component: {{ .component }}
+{{- end -}}
+
+{{/* Image reference; call with (dict "ctx" $ "image" .Values.image.agent). */}}
+{{- define "antrea-proxy.image" -}}
+{{ .image.repository }}:{{ .image.tag | default .ctx.Chart.AppVersion }}
+{{- end -}}
+
+{{/* In-container paths shared by the templates. */}}
+{{- define "antrea-proxy.tokenFile" -}}/var/run/antrea-api/token{{- end -}}
+
+{{/*
+antrea-agent.conf, parsed strictly by antrea-agent (pkg/config): every key here must exist in its
+schema. Its sha256 is the checksum/config annotation of the agent Pods.
+*/}}
+{{- define "antrea-proxy.agentConf" -}}
+{{- $p := .Values.antreaProxy -}}
+# antrea-agent.conf, rendered by the antrea-proxy chart from its values.
+# nodeName is left empty: the agent reads NODE_NAME, set from spec.nodeName.
+ovsBridge: {{ .Values.ovs.bridge | quote }}
+ovsDatapathType: {{ .Values.ovs.datapathType | quote }}
+ovsRunDir: /var/run/openvswitch
+hostGateway: {{ .Values.ovs.hostGateway | quote }}
+apiSocket: /var/run/antrea/antrea-agent.sock
+# Loopback only; the kubelet probes /healthz here. Other paths need the token, which the
+# install-cni init container generates for each Pod.
+apiTCPAddress: {{ printf "127.0.0.1:%d" (int .Values.agent.apiPort) | quote }}
+apiTokenFile: {{ include "antrea-proxy.tokenFile" . }}
+antreaProxy:
+  enable: {{ $p.enable }}
+  proxyAll: {{ $p.proxyAll }}
+  nodePortAddresses: {{ $p.nodePortAddresses | toJson }}
+  skipServices: {{ $p.skipServices | toJson }}
+  proxyLoadBalancerIPs: {{ $p.proxyLoadBalancerIPs }}
+  serviceProxyName: {{ $p.serviceProxyName | quote }}
+  minSyncInterval: {{ $p.minSyncInterval | quote }}
+  fullSyncPeriod: {{ $p.fullSyncPeriod | quote }}
+{{- end -}}
+
+{{/*
+antrea-controller.conf, parsed strictly by antrea-controller (pkg/config.ParseController). Its
+sha256 is the checksum/config annotation of the controller Pods.
+*/}}
+{{- define "antrea-proxy.controllerConf" -}}
+{{- $le := .Values.controller.leaderElection -}}
+# antrea-controller.conf, rendered by the antrea-proxy chart from its values.
+loadBalancerClass: {{ .Values.controller.loadBalancerClass | quote }}
+leaderElection:
+  enable: {{ $le.enable }}
+  leaseName: {{ $le.leaseName | quote }}
+  leaseNamespace: {{ .Release.Namespace | quote }}
+  leaseDuration: {{ $le.leaseDuration | quote }}
+  renewDeadline: {{ $le.renewDeadline | quote }}
+  retryPeriod: {{ $le.retryPeriod | quote }}
+{{- if not .Values.lbPools }}
+{{- fail "lbPools: antrea-controller needs at least one LoadBalancer address pool" }}
+{{- end }}
+ipPools:
+{{ toYaml .Values.lbPools }}
+{{- end -}}
+
+{{/* The CNI network configuration list installed on every node. */}}
+{{- define "antrea-proxy.conflist" -}}
+{{- $plugins := list (dict "type" "antrea-cni" "socketPath" "/var/run/antrea/cni.sock") -}}
+{{- if .Values.agent.cni.portmap -}}
+{{- $plugins = append $plugins (dict "type" "portmap" "capabilities" (dict "portMappings" true)) -}}
+{{- end -}}
+{{- dict "cniVersion" "1.1.0" "name" "antrea" "plugins" $plugins | toPrettyJson -}}
+{{- end -}}

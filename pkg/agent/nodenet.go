@@ -1,0 +1,396 @@
+package agent
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"net"
+	"net/netip"
+	"sync"
+	"time"
+
+	v1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/labels"
+	"k8s.io/client-go/informers"
+	"k8s.io/client-go/kubernetes"
+	"k8s.io/client-go/tools/cache"
+	"k8s.io/klog/v2"
+
+	"github.com/antrea-proxy/antrea-proxy/pkg/cni/server"
+	"github.com/antrea-proxy/antrea-proxy/pkg/config"
+	"github.com/antrea-proxy/antrea-proxy/pkg/nodenet"
+	"github.com/antrea-proxy/antrea-proxy/pkg/ovs/openflow"
+	"github.com/antrea-proxy/antrea-proxy/pkg/pipeline"
+	"github.com/antrea-proxy/antrea-proxy/pkg/proxy"
+)
+
+// virtualMAC is the static neighbour MAC of the virtual next hop on the gateway. It never leaves
+// the node: OVS rewrites the destination MAC of everything it forwards.
+var virtualMAC = net.HardwareAddr{0xaa, 0xbb, 0xcc, 0xdd, 0xee, 0xff}
+
+// ServiceSource is the proxier as the node data path sees it: its installed Services say which
+// NodePorts, LoadBalancer IPs and ExternalIPs the host must send into OVS.
+type ServiceSource interface {
+	Services() []proxy.ServiceStatus
+	SyncState() (last time.Time, err error, syncs int)
+}
+
+// DataPathOptions configure the node data path.
+type DataPathOptions struct {
+	Config *config.AgentConfig
+	// HostNetNS is the path of the host network namespace; "" is the agent's own.
+	HostNetNS string
+	// OVSDB creates and deletes ports (an *ovsdb.Client).
+	OVSDB server.OVSPorts
+	// Bridge installs flows.
+	Bridge openflow.Bridge
+	// Rounds is the flow round store the proxier uses; the data path takes the same round.
+	Rounds proxy.RoundStore
+	// ServicePollInterval is how often the proxier's sync count is checked; 0 means 500 ms.
+	ServicePollInterval time.Duration
+}
+
+// DataPath is the agent's node data path: the host gateway and its flows, the host routes and
+// nftables rules (pkg/nodenet), and the CNI server (pkg/cni/server).
+type DataPath struct {
+	opts  DataPathOptions
+	cfg   *config.AgentConfig
+	host  nodenet.Host
+	gw    *nodenet.Gateway
+	round uint16
+	// nodePortVIPs and serviceVIPs are the virtual IPs, IPv4 first.
+	nodePortVIPs, serviceVIPs []netip.Addr
+
+	// Set by Start.
+	podCIDRs []netip.Prefix
+	rec      *nodenet.Reconciler
+	cni      *server.Server
+	wg       sync.WaitGroup
+	errMu    sync.Mutex
+	errs     []error
+}
+
+// nextRound returns the round this agent run installs: the one after the saved round, as the
+// proxier computes it at its first sync.
+func nextRound(ctx context.Context, rounds proxy.RoundStore) (uint16, error) {
+	prev, ok, err := rounds.LoadRound(ctx)
+	if err != nil {
+		return 0, fmt.Errorf("loading flow round: %w", err)
+	}
+	if !ok || prev+1 == 0 {
+		return 1, nil
+	}
+	return prev + 1, nil
+}
+
+// NewDataPath creates (or keeps) the host gateway port and interface. It needs no Node yet:
+// addresses, routes, rules and the CNI server come with Start.
+func NewDataPath(ctx context.Context, opts DataPathOptions) (*DataPath, error) {
+	cfg := opts.Config
+	round, err := nextRound(ctx, opts.Rounds)
+	if err != nil {
+		return nil, err
+	}
+	d := &DataPath{opts: opts, cfg: cfg, host: nodenet.Host{NetNS: opts.HostNetNS}, round: round}
+	d.nodePortVIPs, d.serviceVIPs = cfg.NodeNetwork.VirtualIPs()
+	d.gw, err = d.host.EnsureGateway(ctx, opts.OVSDB, nodenet.GatewayConfig{
+		Name: cfg.HostGateway, Bridge: cfg.OVSBridge, MAC: nodenet.GatewayMAC(cfg.NodeName), MTU: cfg.NodeNetwork.MTU,
+		DisableTXChecksumOffload: cfg.OVSDatapathType == config.DatapathNetdev,
+	})
+	if err != nil {
+		return nil, err
+	}
+	return d, nil
+}
+
+// Gateway returns the host gateway.
+func (d *DataPath) Gateway() *nodenet.Gateway { return d.gw }
+
+// Round returns the flow round of the gateway and pod flows.
+func (d *DataPath) Round() uint16 { return d.round }
+
+// ProxyOptions points the proxier at the gateway: its port classifies packets from the host,
+// and the Service virtual IPs are the SNAT sources of external connections (table
+// ServiceSNAT). The SNAT source must not be the gateway's own address: a reply from a remote
+// endpoint to it would be delivered to the host instead of being routed back into OVS.
+func (d *DataPath) ProxyOptions(o *proxy.Options) {
+	o.GatewayOFPort = d.gw.OFPort
+	o.GatewayIPv4, o.GatewayIPv6 = d.serviceVIPs[0], d.serviceVIPs[1]
+}
+
+// Start waits for this Node's podCIDRs, then sets up the gateway addresses and flows, the host
+// routes and nftables rules (kept up to date from the Node informer and services), and starts
+// the CNI server. It returns once the CNI server answers; the rest runs until ctx is done (see
+// Wait).
+func (d *DataPath) Start(ctx context.Context, client kubernetes.Interface, services ServiceSource) error {
+	factory := informers.NewSharedInformerFactory(client, 0)
+	nodeInf := factory.Core().V1().Nodes()
+	inf := nodeInf.Informer()
+	var recMu sync.Mutex // guards rec until it exists; events before that are replayed from the lister
+	if _, err := inf.AddEventHandler(cache.ResourceEventHandlerFuncs{
+		AddFunc:    func(obj any) { d.onNode(&recMu, obj) },
+		UpdateFunc: func(_, obj any) { d.onNode(&recMu, obj) },
+		DeleteFunc: func(obj any) {
+			if tomb, ok := obj.(cache.DeletedFinalStateUnknown); ok {
+				obj = tomb.Obj
+			}
+			if n, ok := obj.(*v1.Node); ok {
+				recMu.Lock()
+				defer recMu.Unlock()
+				if d.rec != nil {
+					d.rec.DeleteNode(n.Name)
+				}
+			}
+		},
+	}); err != nil {
+		return fmt.Errorf("adding Node handler: %w", err)
+	}
+	factory.Start(ctx.Done())
+	if !cache.WaitForCacheSync(ctx.Done(), inf.HasSynced) {
+		return fmt.Errorf("Node cache did not sync: %w", ctx.Err())
+	}
+	local, err := d.waitForPodCIDRs(ctx, nodeInf.Lister().Get)
+	if err != nil {
+		return err
+	}
+	recMu.Lock()
+	d.podCIDRs = nodePodCIDRs(local)
+	recMu.Unlock()
+	if err := d.setupGateway(ctx); err != nil {
+		return err
+	}
+	nft, err := nodenet.NewNFT(d.host, nodenet.DefaultNFTablesTable)
+	if err != nil {
+		return err
+	}
+	ipv4, ipv6 := families(d.podCIDRs)
+	nodePortPrefixes, err := d.cfg.AntreaProxy.NodePortPrefixes()
+	if err != nil {
+		return err
+	}
+	rec := nodenet.NewReconciler(nodenet.Config{
+		Host: d.host, LocalNode: d.cfg.NodeName, Gateway: d.gw.Name, IPv4: ipv4, IPv6: ipv6,
+		ClusterCIDRs: d.cfg.NodeNetwork.ClusterPrefixes(), ProxyAll: d.cfg.AntreaProxy.ProxyAll,
+		NodePortAddresses: nodePortPrefixes, NodePortVirtualIPs: d.nodePortVIPs, ServiceVirtualIPs: d.serviceVIPs,
+		VirtualMAC: virtualMAC,
+	}, nft)
+	nodes, err := nodeInf.Lister().List(labels.Everything())
+	if err != nil {
+		return fmt.Errorf("listing Nodes: %w", err)
+	}
+	recMu.Lock()
+	for _, n := range nodes {
+		rec.SetNode(nodeInfo(n))
+	}
+	d.rec = rec
+	recMu.Unlock()
+	if services != nil {
+		rec.SetExposure(nodenet.ExposureOf(services.Services()))
+	}
+	// The first sync runs here so that routes and rules exist when Start returns; failures are
+	// retried by Run.
+	if err := rec.Sync(ctx); err != nil {
+		klog.ErrorS(err, "First node network sync failed; retrying in the background")
+	}
+	d.goRun(func() error { rec.Run(ctx); return nil })
+	if services != nil {
+		d.goRun(func() error { d.pollServices(ctx, services); return nil })
+	}
+	return d.startCNI(ctx)
+}
+
+func (d *DataPath) onNode(mu *sync.Mutex, obj any) {
+	n, ok := obj.(*v1.Node)
+	if !ok {
+		return
+	}
+	mu.Lock()
+	defer mu.Unlock()
+	if d.rec != nil {
+		d.rec.SetNode(nodeInfo(n))
+	}
+	if n.Name == d.cfg.NodeName && d.podCIDRs != nil {
+		if got := nodePodCIDRs(n); !equalPrefixes(got, d.podCIDRs) {
+			klog.InfoS("The Node's podCIDRs changed; restart the agent to use them", "node", n.Name, "podCIDRs", got, "inUse", d.podCIDRs)
+		}
+	}
+}
+
+// goRun runs fn on a goroutine counted by Wait.
+func (d *DataPath) goRun(fn func() error) {
+	d.wg.Add(1)
+	go func() {
+		defer d.wg.Done()
+		if err := fn(); err != nil {
+			d.errMu.Lock()
+			d.errs = append(d.errs, err)
+			d.errMu.Unlock()
+		}
+	}()
+}
+
+// Wait waits, after Start's ctx is done, for the data path's goroutines and returns their
+// errors.
+func (d *DataPath) Wait() error {
+	d.wg.Wait()
+	d.errMu.Lock()
+	defer d.errMu.Unlock()
+	return errors.Join(d.errs...)
+}
+
+// waitForPodCIDRs polls until this Node exists with at least one podCIDR.
+func (d *DataPath) waitForPodCIDRs(ctx context.Context, get func(string) (*v1.Node, error)) (*v1.Node, error) {
+	logged := false
+	for {
+		n, err := get(d.cfg.NodeName)
+		if err == nil && len(nodePodCIDRs(n)) > 0 {
+			klog.InfoS("Node podCIDRs", "node", n.Name, "podCIDRs", nodePodCIDRs(n))
+			return n, nil
+		}
+		if !logged {
+			klog.InfoS("Waiting for this Node to have a podCIDR", "node", d.cfg.NodeName)
+			logged = true
+		}
+		select {
+		case <-ctx.Done():
+			return nil, fmt.Errorf("waiting for Node %s to have a podCIDR: %w", d.cfg.NodeName, ctx.Err())
+		case <-time.After(200 * time.Millisecond):
+		}
+	}
+}
+
+// setupGateway gives the gateway its addresses, turns forwarding on and installs the gateway
+// flows of this round, deleting those of older rounds in the same bundle.
+func (d *DataPath) setupGateway(ctx context.Context) error {
+	if err := d.host.SetGatewayAddresses(d.gw.Name, nodenet.GatewayAddresses(d.podCIDRs)); err != nil {
+		return err
+	}
+	ipv4, ipv6 := families(d.podCIDRs)
+	if err := d.host.EnableForwarding(ipv6); err != nil {
+		return err
+	}
+	flows := pipeline.GatewayFlows(d.round, pipeline.Gateway{OFPort: d.gw.OFPort, MAC: d.gw.MAC, IPv4: ipv4, IPv6: ipv6,
+		NodePortVirtualIPs: d.nodePortVIPs})
+	old, err := d.opts.Bridge.DumpFlows(ctx, openflow.FlowFilter{Cookie: pipeline.GatewayCookie(0), CookieMask: pipeline.CategoryMask})
+	if err != nil {
+		return fmt.Errorf("dumping gateway flows: %w", err)
+	}
+	var ops []openflow.Op
+	for i := range flows {
+		ops = append(ops, openflow.Op{Kind: openflow.AddFlow, Flow: &flows[i]})
+	}
+	stale := map[uint16]bool{}
+	for _, f := range old {
+		if r := pipeline.CookieRound(f.Cookie); r != d.round && !stale[r] {
+			stale[r] = true
+			ops = append(ops, openflow.Op{Kind: openflow.DeleteFlows, Flow: &openflow.Flow{
+				Cookie: pipeline.GatewayCookie(r), CookieMask: pipeline.RoundMask | pipeline.CategoryMask}})
+		}
+	}
+	if err := d.opts.Bridge.Apply(ctx, ops); err != nil {
+		return fmt.Errorf("installing gateway flows: %w", err)
+	}
+	klog.InfoS("Gateway flows installed", "gateway", d.gw.Name, "round", d.round, "flows", len(flows), "staleRounds", len(stale))
+	return nil
+}
+
+// pollServices feeds the reconciler with the proxier's exposure after each of its syncs.
+func (d *DataPath) pollServices(ctx context.Context, services ServiceSource) {
+	interval := d.opts.ServicePollInterval
+	if interval == 0 {
+		interval = 500 * time.Millisecond
+	}
+	t := time.NewTicker(interval)
+	defer t.Stop()
+	lastSyncs := -1
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case <-t.C:
+		}
+		if _, _, syncs := services.SyncState(); syncs != lastSyncs {
+			lastSyncs = syncs
+			d.rec.SetExposure(nodenet.ExposureOf(services.Services()))
+		}
+	}
+}
+
+// nodePodCIDRs returns a Node's podCIDRs (spec.podCIDRs, else spec.podCIDR).
+func nodePodCIDRs(n *v1.Node) []netip.Prefix {
+	list := n.Spec.PodCIDRs
+	if len(list) == 0 && n.Spec.PodCIDR != "" {
+		list = []string{n.Spec.PodCIDR}
+	}
+	var out []netip.Prefix
+	for _, s := range list {
+		if p, err := netip.ParsePrefix(s); err == nil {
+			out = append(out, p.Masked())
+		}
+	}
+	return out
+}
+
+func nodeInfo(n *v1.Node) nodenet.NodeInfo {
+	info := nodenet.NodeInfo{Name: n.Name, PodCIDRs: nodePodCIDRs(n)}
+	for _, a := range n.Status.Addresses {
+		ip, err := netip.ParseAddr(a.Address)
+		if err != nil {
+			continue
+		}
+		switch a.Type {
+		case v1.NodeInternalIP:
+			info.InternalIPs = append(info.InternalIPs, ip.Unmap())
+		case v1.NodeExternalIP:
+			info.ExternalIPs = append(info.ExternalIPs, ip.Unmap())
+		}
+	}
+	return info
+}
+
+func families(prefixes []netip.Prefix) (ipv4, ipv6 bool) {
+	for _, p := range prefixes {
+		if p.Addr().Is4() {
+			ipv4 = true
+		} else {
+			ipv6 = true
+		}
+	}
+	return ipv4, ipv6
+}
+
+func equalPrefixes(a, b []netip.Prefix) bool {
+	if len(a) != len(b) {
+		return false
+	}
+	for i := range a {
+		if a[i] != b[i] {
+			return false
+		}
+	}
+	return true
+}
+
+// setupDataPath creates the node data path when nodeNetwork is enabled and points the proxier
+// options at its gateway; nil when disabled.
+func setupDataPath(ctx context.Context, cfg *config.AgentConfig, db server.OVSPorts, bridge openflow.Bridge,
+	rounds proxy.RoundStore, opts *proxy.Options) (*DataPath, error) {
+	if !cfg.NodeNetwork.Enabled() {
+		klog.InfoS("Node data path disabled (nodeNetwork.enable=false)")
+		return nil, nil
+	}
+	dp, err := NewDataPath(ctx, DataPathOptions{Config: cfg, OVSDB: db, Bridge: bridge, Rounds: rounds})
+	if err != nil {
+		return nil, err
+	}
+	dp.ProxyOptions(opts)
+	return dp, nil
+}
+
+// startDataPath starts c's node data path, if any, with the proxier as its Service source.
+func startDataPath(ctx context.Context, c *Components, client kubernetes.Interface) error {
+	if c.DataPath == nil {
+		return nil
+	}
+	return c.DataPath.Start(ctx, client, c.Proxier)
+}

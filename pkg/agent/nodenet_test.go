@@ -1,0 +1,65 @@
+package agent
+
+import (
+	"context"
+	"net/netip"
+	"testing"
+
+	"github.com/stretchr/testify/require"
+	v1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
+	"github.com/antrea-proxy/antrea-proxy/pkg/nodenet"
+	"github.com/antrea-proxy/antrea-proxy/pkg/proxy"
+)
+
+type fakeRounds struct {
+	round uint16
+	ok    bool
+}
+
+func (f fakeRounds) LoadRound(context.Context) (uint16, bool, error) { return f.round, f.ok, nil }
+func (f fakeRounds) SaveRound(context.Context, uint16) error         { return nil }
+
+func TestNextRound(t *testing.T) {
+	for _, tc := range []struct {
+		store fakeRounds
+		want  uint16
+	}{{fakeRounds{}, 1}, {fakeRounds{4, true}, 5}, {fakeRounds{0xffff, true}, 1}} {
+		got, err := nextRound(context.Background(), tc.store)
+		require.NoError(t, err)
+		require.Equal(t, tc.want, got, "%+v", tc.store)
+	}
+}
+
+func TestNodeInfo(t *testing.T) {
+	n := &v1.Node{ObjectMeta: metav1.ObjectMeta{Name: "n1"},
+		Spec: v1.NodeSpec{PodCIDR: "10.20.0.0/24", PodCIDRs: []string{"10.20.0.0/24", "fd00:20::/64"}},
+		Status: v1.NodeStatus{Addresses: []v1.NodeAddress{
+			{Type: v1.NodeInternalIP, Address: "192.168.50.1"}, {Type: v1.NodeExternalIP, Address: "203.0.113.1"},
+			{Type: v1.NodeHostName, Address: "n1"}, {Type: v1.NodeInternalIP, Address: "not-an-ip"},
+		}}}
+	require.Equal(t, nodenet.NodeInfo{Name: "n1",
+		PodCIDRs:    []netip.Prefix{netip.MustParsePrefix("10.20.0.0/24"), netip.MustParsePrefix("fd00:20::/64")},
+		InternalIPs: []netip.Addr{netip.MustParseAddr("192.168.50.1")},
+		ExternalIPs: []netip.Addr{netip.MustParseAddr("203.0.113.1")}}, nodeInfo(n))
+	ipv4, ipv6 := families(nodePodCIDRs(n))
+	require.True(t, ipv4)
+	require.True(t, ipv6)
+
+	// spec.podCIDR alone (older clusters).
+	n.Spec.PodCIDRs = nil
+	require.Equal(t, []netip.Prefix{netip.MustParsePrefix("10.20.0.0/24")}, nodePodCIDRs(n))
+	n.Spec.PodCIDR = ""
+	require.Empty(t, nodePodCIDRs(n))
+}
+
+func TestProxyOptionsUseServiceVirtualIPs(t *testing.T) {
+	d := &DataPath{gw: &nodenet.Gateway{OFPort: 7},
+		serviceVIPs: []netip.Addr{netip.MustParseAddr("169.254.0.253"), netip.MustParseAddr("fc01::aabb:ccdd:eeff")}}
+	var o proxy.Options
+	d.ProxyOptions(&o)
+	require.Equal(t, uint32(7), o.GatewayOFPort)
+	require.Equal(t, "169.254.0.253", o.GatewayIPv4.String())
+	require.Equal(t, "fc01::aabb:ccdd:eeff", o.GatewayIPv6.String())
+}

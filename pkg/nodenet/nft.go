@@ -1,0 +1,219 @@
+package nodenet
+
+import (
+	"context"
+	"fmt"
+	"net/netip"
+	"slices"
+	"strconv"
+	"strings"
+
+	"k8s.io/klog/v2"
+	"sigs.k8s.io/knftables"
+)
+
+// DefaultNFTablesTable is the name of the agent's nftables table (family inet).
+const DefaultNFTablesTable = "antrea-proxy"
+
+// Names inside the agent's table.
+const (
+	setNodePortsV4   = "nodeports-v4"
+	setNodePortsV6   = "nodeports-v6"
+	setNoMasqV4      = "no-masquerade-v4"
+	setNoMasqV6      = "no-masquerade-v6"
+	chainPrerouting  = "prerouting"
+	chainOutput      = "output"
+	chainPostrouting = "postrouting"
+	chainNodePorts   = "nodeports"
+)
+
+// NodePort is one address, protocol and port on which the node serves a NodePort.
+type NodePort struct {
+	Addr     netip.Addr
+	Protocol string // "tcp", "udp" or "sctp"
+	Port     uint16
+}
+
+// NFTConfig is the content of the agent's nftables table.
+type NFTConfig struct {
+	// Gateway is the host gateway's interface name.
+	Gateway string
+	// PodCIDRs are this Node's podCIDRs: their traffic leaving the node is masqueraded.
+	PodCIDRs []netip.Prefix
+	// NoMasquerade are destinations that see pods' own addresses: the cluster CIDRs and every
+	// Node's podCIDRs.
+	NoMasquerade []netip.Prefix
+	// SNATVirtualIPs are the sources OVS gives external Service connections (ServiceSNAT); they
+	// are masqueraded when the connection leaves the node towards a remote endpoint.
+	SNATVirtualIPs []netip.Addr
+	// NodePortVirtualIPs are the DNAT targets of NodePort traffic, at most one per family;
+	// the host routes them into OVS through the gateway.
+	NodePortVirtualIPs []netip.Addr
+	// NodePorts are the node addresses, protocols and ports to DNAT.
+	NodePorts []NodePort
+}
+
+// BuildNFT adds to tx the complete content of the agent's table for cfg. The chains and sets
+// are created if missing and flushed, then filled again, so that running tx (atomically)
+// replaces whatever an earlier run left.
+func BuildNFT(tx *knftables.Transaction, cfg NFTConfig) {
+	tx.Add(&knftables.Table{Comment: knftables.PtrTo("antrea-agent: NodePort DNAT into OVS and pod masquerade")})
+	sets := []*knftables.Set{
+		{Name: setNodePortsV4, Type: "ipv4_addr . inet_proto . inet_service", Comment: knftables.PtrTo("NodePort address, protocol, port")},
+		{Name: setNodePortsV6, Type: "ipv6_addr . inet_proto . inet_service", Comment: knftables.PtrTo("NodePort address, protocol, port")},
+		{Name: setNoMasqV4, Type: "ipv4_addr", Flags: []knftables.SetFlag{knftables.IntervalFlag}, Comment: knftables.PtrTo("destinations that see pod addresses")},
+		{Name: setNoMasqV6, Type: "ipv6_addr", Flags: []knftables.SetFlag{knftables.IntervalFlag}, Comment: knftables.PtrTo("destinations that see pod addresses")},
+	}
+	for _, s := range sets {
+		tx.Add(s)
+		tx.Flush(&knftables.Set{Name: s.Name})
+	}
+	chains := []*knftables.Chain{
+		{Name: chainPrerouting, Type: knftables.PtrTo(knftables.NATType), Hook: knftables.PtrTo(knftables.PreroutingHook), Priority: knftables.PtrTo(knftables.DNATPriority)},
+		{Name: chainOutput, Type: knftables.PtrTo(knftables.NATType), Hook: knftables.PtrTo(knftables.OutputHook), Priority: knftables.PtrTo(knftables.DNATPriority)},
+		{Name: chainPostrouting, Type: knftables.PtrTo(knftables.NATType), Hook: knftables.PtrTo(knftables.PostroutingHook), Priority: knftables.PtrTo(knftables.SNATPriority)},
+		{Name: chainNodePorts},
+	}
+	for _, c := range chains {
+		tx.Add(c)
+		tx.Flush(&knftables.Chain{Name: c.Name})
+	}
+	rule := func(chain, r, comment string) {
+		tx.Add(&knftables.Rule{Chain: chain, Rule: r, Comment: knftables.PtrTo(comment)})
+	}
+	rule(chainPrerouting, "jump "+chainNodePorts, "NodePorts from outside the node")
+	rule(chainOutput, "jump "+chainNodePorts, "NodePorts from the node itself")
+	for _, vip := range cfg.NodePortVirtualIPs {
+		fam, set := "ip", setNodePortsV4
+		if vip.Is6() {
+			fam, set = "ip6", setNodePortsV6
+		}
+		rule(chainNodePorts, fmt.Sprintf("%s daddr . meta l4proto . th dport @%s dnat %s to %s", fam, set, fam, vip),
+			"into OVS through the gateway")
+	}
+	for _, np := range cfg.NodePorts {
+		set := setNodePortsV4
+		if np.Addr.Is6() {
+			set = setNodePortsV6
+		}
+		tx.Add(&knftables.Element{Set: set, Key: []string{np.Addr.String(), np.Protocol, strconv.Itoa(int(np.Port))}})
+	}
+	for _, p := range mergePrefixes(cfg.NoMasquerade) {
+		set := setNoMasqV4
+		if p.Addr().Is6() {
+			set = setNoMasqV6
+		}
+		tx.Add(&knftables.Element{Set: set, Key: []string{p.String()}})
+	}
+	gw := strconv.Quote(cfg.Gateway)
+	for _, c := range cfg.PodCIDRs {
+		fam, set := "ip", setNoMasqV4
+		if c.Addr().Is6() {
+			fam, set = "ip6", setNoMasqV6
+		}
+		rule(chainPostrouting, fmt.Sprintf("%s saddr %s %s daddr != @%s oifname != %s masquerade", fam, c.Masked(), fam, set, gw),
+			"pods to outside the cluster")
+	}
+	for _, ip := range cfg.SNATVirtualIPs {
+		fam := "ip"
+		if ip.Is6() {
+			fam = "ip6"
+		}
+		rule(chainPostrouting, fmt.Sprintf("%s saddr %s oifname != %s masquerade", fam, ip, gw),
+			"external Service connections to remote endpoints")
+	}
+}
+
+// mergePrefixes sorts prefixes and drops those inside another one: an interval set rejects
+// overlapping elements.
+func mergePrefixes(in []netip.Prefix) []netip.Prefix {
+	ps := make([]netip.Prefix, 0, len(in))
+	for _, p := range in {
+		if p.IsValid() {
+			ps = append(ps, p.Masked())
+		}
+	}
+	// Shorter prefixes first, so that a covering prefix is kept before what it covers.
+	slices.SortFunc(ps, func(a, b netip.Prefix) int {
+		if a.Bits() != b.Bits() {
+			return a.Bits() - b.Bits()
+		}
+		return a.Addr().Compare(b.Addr())
+	})
+	var out []netip.Prefix
+	for _, p := range ps {
+		covered := false
+		for _, q := range out {
+			if q.Addr().Is4() == p.Addr().Is4() && q.Bits() <= p.Bits() && q.Contains(p.Addr()) {
+				covered = true
+				break
+			}
+		}
+		if !covered {
+			out = append(out, p)
+		}
+	}
+	slices.SortFunc(out, func(a, b netip.Prefix) int { return a.Addr().Compare(b.Addr()) })
+	return out
+}
+
+// NFT is the agent's nftables table in a host namespace.
+type NFT struct {
+	host  Host
+	table string
+	nft   knftables.Interface
+	// last is the transaction text of the last successful Sync.
+	last string
+}
+
+// NewNFT checks that nft works in the host namespace and returns the agent's table there.
+func NewNFT(host Host, table string) (*NFT, error) {
+	n := &NFT{host: host, table: table}
+	err := host.do(func() error {
+		var err error
+		n.nft, err = knftables.New(knftables.InetFamily, table)
+		return err
+	})
+	if err != nil {
+		return nil, fmt.Errorf("nftables table inet %s: %w", table, err)
+	}
+	return n, nil
+}
+
+// Sync makes the table hold exactly cfg, in one atomic nft transaction. A Sync with the same
+// content as the last successful one does nothing.
+func (n *NFT) Sync(ctx context.Context, cfg NFTConfig) error {
+	tx := n.nft.NewTransaction()
+	BuildNFT(tx, cfg)
+	text := tx.String()
+	if text == n.last {
+		return nil
+	}
+	if err := n.host.do(func() error { return n.nft.Run(ctx, tx) }); err != nil {
+		return fmt.Errorf("syncing nftables table inet %s: %w", n.table, err)
+	}
+	n.last = text
+	klog.V(2).InfoS("Synced nftables table", "table", n.table, "nodePorts", len(cfg.NodePorts), "noMasquerade", len(cfg.NoMasquerade))
+	return nil
+}
+
+// Delete removes the agent's table, if it exists.
+func (n *NFT) Delete(ctx context.Context) error {
+	tx := n.nft.NewTransaction()
+	tx.Delete(&knftables.Table{})
+	err := n.host.do(func() error { return n.nft.Run(ctx, tx) })
+	if err != nil && !knftables.IsNotFound(err) {
+		return fmt.Errorf("deleting nftables table inet %s: %w", n.table, err)
+	}
+	n.last = ""
+	return nil
+}
+
+// describeNodePorts renders node ports for logs.
+func describeNodePorts(nps []NodePort) string {
+	parts := make([]string, 0, len(nps))
+	for _, np := range nps {
+		parts = append(parts, fmt.Sprintf("%s/%s:%d", np.Protocol, np.Addr, np.Port))
+	}
+	return strings.Join(parts, ",")
+}

@@ -14,6 +14,7 @@ import (
 	clocktesting "k8s.io/utils/clock/testing"
 
 	"github.com/antrea-proxy/antrea-proxy/pkg/ovs/openflow/openflowtest"
+	"github.com/antrea-proxy/antrea-proxy/pkg/proxy/model"
 )
 
 const testNode = "node-a"
@@ -49,6 +50,7 @@ func testOptions() Options {
 	return Options{
 		NodeName:             testNode,
 		ProxyLoadBalancerIPs: true,
+		Families:             model.Families{IPv4: true},
 		GatewayOFPort:        2,
 		GatewayIPv4:          netip.MustParseAddr("10.0.0.1"),
 		Clock:                clocktesting.NewFakeClock(time.Date(2026, 11, 29, 12, 0, 0, 0, time.UTC)),

@@ -26,7 +26,8 @@ type Options struct {
 	// NodePortAddresses restricts NodePorts to node addresses inside these prefixes; empty means
 	// every node address.
 	NodePortAddresses []netip.Prefix
-	// Families are the IP families served.
+	// Families are the IP families served; when neither is set, they follow this Node's
+	// podCIDRs (else its InternalIPs).
 	Families model.Families
 	// GatewayOFPort and the gateway addresses feed the pipeline (see pipeline.NodeConfig).
 	GatewayOFPort            uint32
@@ -47,9 +48,6 @@ func (o *Options) defaults() {
 	}
 	if o.FullSyncPeriod == 0 {
 		o.FullSyncPeriod = 30 * time.Second
-	}
-	if !o.Families.IPv4 && !o.Families.IPv6 {
-		o.Families.IPv4 = true
 	}
 	if o.Clock == nil {
 		o.Clock = clock.RealClock{}

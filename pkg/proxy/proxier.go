@@ -17,6 +17,7 @@ import (
 	"k8s.io/klog/v2"
 
 	of "github.com/antrea-proxy/antrea-proxy/pkg/ovs/openflow"
+	"github.com/antrea-proxy/antrea-proxy/pkg/proxy/model"
 	"github.com/antrea-proxy/antrea-proxy/pkg/proxy/tracker"
 )
 
@@ -51,7 +52,9 @@ type Proxier struct {
 	ownerEndpoints map[owner]selected
 	status         map[types.NamespacedName]*serviceStatus
 	round          uint16
-	started        bool
+	// lastFamilies are the families the installed state was computed for.
+	lastFamilies model.Families
+	started      bool
 	// stale holds delete ops for flows of older rounds, sent with the first sync.
 	stale []of.Op
 	// lastSync is when the last successful sync finished.

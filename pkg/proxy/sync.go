@@ -83,15 +83,51 @@ func (p *Proxier) start(ctx context.Context) error {
 func (p *Proxier) nodeConfig() pipeline.NodeConfig {
 	return pipeline.NodeConfig{
 		Round:             p.round,
-		IPv4:              p.opts.Families.IPv4,
-		IPv6:              p.opts.Families.IPv6,
+		IPv4:              p.families().IPv4,
+		IPv6:              p.families().IPv6,
 		GatewayOFPort:     p.opts.GatewayOFPort,
 		GatewayIPv4:       p.opts.GatewayIPv4,
 		GatewayIPv6:       p.opts.GatewayIPv6,
-		NodePortAddresses: nodePortAddresses(p.node, p.opts.NodePortAddresses, p.opts.Families),
+		NodePortAddresses: nodePortAddresses(p.node, p.opts.NodePortAddresses, p.families()),
 		NodeName:          p.opts.NodeName,
 		Zone:              nodeZone(p.node),
 	}
+}
+
+// families returns the IP families served: those configured, or, when none is, the families of
+// this Node's podCIDRs (else of its InternalIPs), IPv4 until the Node is known.
+func (p *Proxier) families() model.Families {
+	if p.opts.Families.IPv4 || p.opts.Families.IPv6 {
+		return p.opts.Families
+	}
+	var f model.Families
+	if p.node != nil {
+		cidrs := p.node.Spec.PodCIDRs
+		if len(cidrs) == 0 && p.node.Spec.PodCIDR != "" {
+			cidrs = []string{p.node.Spec.PodCIDR}
+		}
+		for _, c := range cidrs {
+			if pr, err := netip.ParsePrefix(c); err == nil {
+				f.IPv4 = f.IPv4 || pr.Addr().Is4()
+				f.IPv6 = f.IPv6 || pr.Addr().Is6()
+			}
+		}
+		if !f.IPv4 && !f.IPv6 {
+			for _, a := range p.node.Status.Addresses {
+				if a.Type != v1.NodeInternalIP {
+					continue
+				}
+				if ip, err := netip.ParseAddr(a.Address); err == nil {
+					f.IPv4 = f.IPv4 || ip.Unmap().Is4()
+					f.IPv6 = f.IPv6 || !ip.Unmap().Is4()
+				}
+			}
+		}
+	}
+	if !f.IPv4 && !f.IPv6 {
+		f.IPv4 = true
+	}
+	return f
 }
 
 // nodeZone is the node's topology.kubernetes.io/zone label.
@@ -130,8 +166,8 @@ func (p *Proxier) computeService(nn types.NamespacedName) ([]desired, string) {
 		return nil, why
 	}
 	ports := model.ServicePortsFromService(svc, model.ConvertOptions{
-		ProxyLoadBalancerIPs: p.opts.ProxyLoadBalancerIPs, Served: p.opts.Families, NodeName: p.opts.NodeName})
-	eps := model.EndpointsForService(p.track.Endpoints.SlicesFor(nn), nn, p.opts.NodeName, p.opts.Families)
+		ProxyLoadBalancerIPs: p.opts.ProxyLoadBalancerIPs, Served: p.families(), NodeName: p.opts.NodeName})
+	eps := model.EndpointsForService(p.track.Endpoints.SlicesFor(nn), nn, p.opts.NodeName, p.families())
 	n := p.nodeConfig()
 	var out []desired
 	for _, sp := range ports {
@@ -197,6 +233,16 @@ func (p *Proxier) syncLocked(ctx context.Context, full bool) (metrics.SyncResult
 	p.dirty = p.dirty.Union(drained.Services())
 	first := p.syncs == 0
 	if full {
+		for nn := range p.services {
+			p.dirty.Insert(nn)
+		}
+		for nn := range p.svcOwners {
+			p.dirty.Insert(nn)
+		}
+	}
+	if fam := p.families(); fam != p.lastFamilies {
+		// The served families changed (the Node got its podCIDRs): every Service changes.
+		p.lastFamilies = fam
 		for nn := range p.services {
 			p.dirty.Insert(nn)
 		}

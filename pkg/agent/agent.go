@@ -26,6 +26,8 @@ type Components struct {
 	Proxier *proxy.Proxier
 	// DataPath is the node data path (gateway, routes, nftables, CNI); nil when disabled.
 	DataPath *DataPath
+	// observers watch the proxier's syncs (metrics, health checks).
+	observers *observers
 }
 
 // Setup connects to OVS, ensures the bridge and builds the proxier.
@@ -51,12 +53,13 @@ func Setup(ctx context.Context, cfg *config.AgentConfig) (*Components, error) {
 		db.Close()
 		return nil, err
 	}
+	obs := newObservers(cfg, &opts)
 	p, err := proxy.New(opts, of, ovsdb.RoundStore{Client: db, Bridge: cfg.OVSBridge})
 	if err != nil {
 		db.Close()
 		return nil, err
 	}
-	return &Components{OVSDB: db, Proxier: p, DataPath: dp}, nil
+	return &Components{OVSDB: db, Proxier: p, DataPath: dp, observers: obs}, nil
 }
 
 func proxyOptions(ctx context.Context, cfg *config.AgentConfig, db *ovsdb.Client) (proxy.Options, error) {
@@ -141,5 +144,6 @@ func Run(ctx context.Context, cfg *config.AgentConfig, client kubernetes.Interfa
 		<-ctx.Done()
 		return nil
 	}
+	c.observers.start(ctx, cfg)
 	return c.Proxier.Run(ctx, client)
 }

@@ -63,6 +63,8 @@ antreaProxy:
 			ServiceProxyName:     "my-proxy",
 			MinSyncInterval:      dur(250 * time.Millisecond),
 			FullSyncPeriod:       dur(time.Minute),
+			HealthzBindAddress:   DefaultHealthzBindAddress,
+			MetricsBindAddress:   DefaultMetricsBindAddress,
 		},
 	}
 	c, err := ParseWithEnv([]byte(in), fakeEnv("from-env", "host"))
@@ -285,6 +287,8 @@ func TestMarshalRoundTrip(t *testing.T) {
 				ServiceProxyName:     "yes", // must stay a string, not become a YAML boolean
 				MinSyncInterval:      dur(1500 * time.Millisecond),
 				FullSyncPeriod:       dur(90 * time.Minute),
+				HealthzBindAddress:   DefaultHealthzBindAddress,
+				MetricsBindAddress:   DefaultMetricsBindAddress,
 			},
 		},
 	}
@@ -305,6 +309,8 @@ func TestMarshalOutput(t *testing.T) {
 	want := `antreaProxy:
   enable: true
   fullSyncPeriod: 30s
+  healthzBindAddress: 0.0.0.0:10256
+  metricsBindAddress: 127.0.0.1:10249
   minSyncInterval: 1s
   nodePortAddresses: []
   proxyAll: false

@@ -51,6 +51,8 @@ func (c *AgentConfig) DefaultsFrom(env Env) {
 	}
 	setDuration(&p.MinSyncInterval, DefaultMinSyncInterval)
 	setDuration(&p.FullSyncPeriod, DefaultFullSyncPeriod)
+	setString(&p.HealthzBindAddress, DefaultHealthzBindAddress)
+	setString(&p.MetricsBindAddress, DefaultMetricsBindAddress)
 }
 
 func defaultNodeName(env Env) string {

@@ -23,6 +23,8 @@ func TestDefaults(t *testing.T) {
 			ProxyLoadBalancerIPs: ptr(true),
 			MinSyncInterval:      dur(time.Second),
 			FullSyncPeriod:       dur(30 * time.Second),
+			HealthzBindAddress:   DefaultHealthzBindAddress,
+			MetricsBindAddress:   DefaultMetricsBindAddress,
 		},
 	}
 	c := &AgentConfig{}
@@ -49,6 +51,8 @@ func TestDefaultsKeepSetValues(t *testing.T) {
 			ServiceProxyName:     "mine",
 			MinSyncInterval:      dur(2 * time.Second),
 			FullSyncPeriod:       dur(time.Minute),
+			HealthzBindAddress:   DefaultHealthzBindAddress,
+			MetricsBindAddress:   DefaultMetricsBindAddress,
 		},
 	}
 	c := *set

@@ -14,6 +14,9 @@ const (
 	DefaultHostGateway     = "antrea-gw0"
 	DefaultAPISocket       = "/var/run/antrea/antrea-agent.sock"
 	DefaultMinSyncInterval = time.Second
+	// DefaultHealthzBindAddress and DefaultMetricsBindAddress are kube-proxy's.
+	DefaultHealthzBindAddress = "0.0.0.0:10256"
+	DefaultMetricsBindAddress = "127.0.0.1:10249"
 	DefaultFullSyncPeriod  = 30 * time.Second
 
 	// NodeNameEnv is the environment variable that supplies the node name
@@ -87,7 +90,16 @@ type AntreaProxyConfig struct {
 	// FullSyncPeriod is the period of full resyncs. 0 (or omitted) means
 	// the default, 30s.
 	FullSyncPeriod Duration `json:"fullSyncPeriod"`
+	// HealthzBindAddress is where /healthz and /livez (KEP-3836) are served,
+	// host:port. Default "0.0.0.0:10256", kube-proxy's; "off" disables them.
+	HealthzBindAddress string `json:"healthzBindAddress"`
+	// MetricsBindAddress is where Prometheus /metrics is served, host:port.
+	// Default "127.0.0.1:10249", kube-proxy's; "off" disables it.
+	MetricsBindAddress string `json:"metricsBindAddress"`
 }
+
+// Off disables a bind address.
+const Off = "off"
 
 // Enabled reports whether the proxy is enabled (default true).
 func (p AntreaProxyConfig) Enabled() bool { return boolOr(p.Enable, true) }

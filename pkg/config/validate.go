@@ -95,6 +95,16 @@ func (p *AntreaProxyConfig) validate(path string) []error {
 	} else if minSync > 0 && fullSync < minSync {
 		errs = append(errs, fieldErr(path+".fullSyncPeriod", "%v must be >= minSyncInterval (%v)", fullSync, minSync))
 	}
+	for _, a := range []struct{ key, value string }{
+		{"healthzBindAddress", p.HealthzBindAddress}, {"metricsBindAddress", p.MetricsBindAddress},
+	} {
+		if a.value == Off {
+			continue
+		}
+		if _, err := netip.ParseAddrPort(a.value); err != nil {
+			errs = append(errs, fieldErr(path+"."+a.key, "%q is neither \"off\" nor an IP:port", a.value))
+		}
+	}
 	return errs
 }
 

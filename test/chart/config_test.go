@@ -42,6 +42,8 @@ func defaultAgentConfig() *config.AgentConfig {
 			ProxyLoadBalancerIPs: ptr(true),
 			MinSyncInterval:      config.Duration{Duration: time.Second},
 			FullSyncPeriod:       config.Duration{Duration: 30 * time.Second},
+			HealthzBindAddress:   config.DefaultHealthzBindAddress,
+			MetricsBindAddress:   config.DefaultMetricsBindAddress,
 		},
 	}
 }
@@ -57,6 +59,8 @@ antreaProxy:
   serviceProxyName: antrea-proxy
   minSyncInterval: 500ms
   fullSyncPeriod: 1m
+  healthzBindAddress: "0.0.0.0:10266"
+  metricsBindAddress: "off"
 ovs:
   bridge: br-test
   datapathType: netdev
@@ -87,6 +91,8 @@ func TestAgentConfParsesStrictly(t *testing.T) {
 			ServiceProxyName:     "antrea-proxy",
 			MinSyncInterval:      config.Duration{Duration: 500 * time.Millisecond},
 			FullSyncPeriod:       config.Duration{Duration: time.Minute},
+			HealthzBindAddress:   "0.0.0.0:10266",
+			MetricsBindAddress:   "off",
 		},
 	}
 	for _, tc := range []struct {

@@ -48,6 +48,8 @@ antreaProxy:
   serviceProxyName: {{ $p.serviceProxyName | quote }}
   minSyncInterval: {{ $p.minSyncInterval | quote }}
   fullSyncPeriod: {{ $p.fullSyncPeriod | quote }}
+  healthzBindAddress: {{ $p.healthzBindAddress | quote }}
+  metricsBindAddress: {{ $p.metricsBindAddress | quote }}
 {{- end -}}
 
 {{/*

@@ -1,0 +1,69 @@
+package agent
+
+import (
+	"context"
+	"path/filepath"
+
+	"k8s.io/klog/v2"
+
+	"github.com/antrea-proxy/antrea-proxy/pkg/config"
+	"github.com/antrea-proxy/antrea-proxy/pkg/ovs/ofconn"
+	"github.com/antrea-proxy/antrea-proxy/pkg/pipeline"
+	"github.com/antrea-proxy/antrea-proxy/pkg/proxy"
+	"github.com/antrea-proxy/antrea-proxy/pkg/proxy/healthcheck"
+	"github.com/antrea-proxy/antrea-proxy/pkg/proxy/metrics"
+	"github.com/antrea-proxy/antrea-proxy/pkg/proxy/reject"
+)
+
+// observers are the parts of the agent that watch the proxier's syncs: Prometheus metrics, the
+// KEP-3836 health endpoints and the healthCheckNodePort servers.
+type observers struct {
+	metrics  *metrics.Recorder
+	health   *healthcheck.ProxyHealth
+	services *healthcheck.ServiceHealthServer
+}
+
+// newObservers builds the observers and registers them in opts.
+func newObservers(cfg *config.AgentConfig, opts *proxy.Options) *observers {
+	o := &observers{
+		metrics: metrics.NewRecorder(nil),
+		health:  healthcheck.NewProxyHealth(opts.FullSyncPeriod, nil),
+	}
+	o.services = healthcheck.NewServiceHealthServer(healthcheck.ServiceOptions{
+		NodeName:     cfg.NodeName,
+		ProxyHealthy: o.health.IsHealthy,
+		OnListenError: func(e *healthcheck.ListenError) {
+			klog.ErrorS(e, "Cannot serve a Service's healthCheckNodePort; retrying at the next sync", "reason", healthcheck.EventReason)
+		},
+	})
+	opts.Observer = metrics.Observers{o.metrics, o.health, o.services.Observer()}
+	return o
+}
+
+// start serves metrics and health as configured and runs the reject responder until ctx is done.
+func (o *observers) start(ctx context.Context, cfg *config.AgentConfig) {
+	serve := func(name, addr string, fn func(context.Context, string) error) {
+		if addr == config.Off {
+			return
+		}
+		go func() {
+			if err := fn(ctx, addr); err != nil && ctx.Err() == nil {
+				klog.ErrorS(err, "Serving failed", "what", name, "address", addr)
+			}
+		}()
+		klog.InfoS("Serving", "what", name, "address", addr)
+	}
+	serve("metrics", cfg.AntreaProxy.MetricsBindAddress, o.metrics.Serve)
+	serve("healthz", cfg.AntreaProxy.HealthzBindAddress, o.health.Serve)
+
+	// New connections to a Service port without endpoints reach the reject responder through the
+	// bridge's management socket; it answers with a TCP reset or an ICMP unreachable.
+	r := reject.New(reject.Config{Accept: reject.FromFlows(pipeline.TableServiceLB,
+		pipeline.Cookie(0, pipeline.CategoryService, 0), pipeline.CategoryMask)})
+	mgmt := "unix:" + filepath.Join(cfg.OVSRunDir, cfg.OVSBridge+".mgmt")
+	go r.Run(ctx, reject.DialOpenFlow(mgmt, ofconn.Options{}))
+	go func() {
+		<-ctx.Done()
+		o.services.Close()
+	}()
+}

@@ -11,12 +11,11 @@ import (
 	"syscall"
 
 	"k8s.io/client-go/kubernetes"
-	"k8s.io/client-go/rest"
-	"k8s.io/client-go/tools/clientcmd"
 	"k8s.io/klog/v2"
 
 	"github.com/antrea-proxy/antrea-proxy/pkg/agent"
 	"github.com/antrea-proxy/antrea-proxy/pkg/config"
+	"github.com/antrea-proxy/antrea-proxy/pkg/k8sclient"
 	"github.com/antrea-proxy/antrea-proxy/pkg/version"
 )
 
@@ -47,7 +46,7 @@ func run(args []string) error {
 	if *kubeconfig != "" {
 		cfg.Kubeconfig = *kubeconfig
 	}
-	rc, err := restConfig(cfg.Kubeconfig)
+	rc, err := k8sclient.RESTConfig(cfg.Kubeconfig)
 	if err != nil {
 		return err
 	}
@@ -60,19 +59,4 @@ func run(args []string) error {
 	klog.InfoS("Starting antrea-agent", "version", version.Version, "node", cfg.NodeName,
 		"proxyLoadBalancerIPs", cfg.AntreaProxy.ProxyLoadBalancerIPsEnabled(), "bridge", cfg.OVSBridge)
 	return agent.Run(ctx, cfg, client)
-}
-
-func restConfig(kubeconfig string) (*rest.Config, error) {
-	if kubeconfig == "" {
-		rc, err := rest.InClusterConfig()
-		if err != nil {
-			return nil, fmt.Errorf("no kubeconfig given and not running in a cluster: %w", err)
-		}
-		return rc, nil
-	}
-	rc, err := clientcmd.BuildConfigFromFlags("", kubeconfig)
-	if err != nil {
-		return nil, fmt.Errorf("loading kubeconfig %s: %w", kubeconfig, err)
-	}
-	return rc, nil
 }

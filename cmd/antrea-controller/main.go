@@ -19,12 +19,11 @@ import (
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/kubernetes/scheme"
 	typedcorev1 "k8s.io/client-go/kubernetes/typed/core/v1"
-	"k8s.io/client-go/rest"
-	"k8s.io/client-go/tools/clientcmd"
 	"k8s.io/client-go/tools/record"
 	"k8s.io/klog/v2"
 
 	"github.com/antrea-proxy/antrea-proxy/pkg/config"
+	"github.com/antrea-proxy/antrea-proxy/pkg/k8sclient"
 	"github.com/antrea-proxy/antrea-proxy/pkg/loadbalancer"
 	"github.com/antrea-proxy/antrea-proxy/pkg/loadbalancer/ipam"
 	"github.com/antrea-proxy/antrea-proxy/pkg/version"
@@ -88,7 +87,7 @@ func run(args []string) error {
 	if o.kubeconfig != "" {
 		cfg.Kubeconfig = o.kubeconfig
 	}
-	rc, err := restConfig(cfg.Kubeconfig)
+	rc, err := k8sclient.RESTConfig(cfg.Kubeconfig)
 	if err != nil {
 		return err
 	}
@@ -132,19 +131,4 @@ func run(args []string) error {
 		RenewDeadline: le.RenewDeadline.Duration,
 		RetryPeriod:   le.RetryPeriod.Duration,
 	}, runController)
-}
-
-func restConfig(kubeconfig string) (*rest.Config, error) {
-	if kubeconfig == "" {
-		rc, err := rest.InClusterConfig()
-		if err != nil {
-			return nil, fmt.Errorf("no kubeconfig given and not running in a cluster: %w", err)
-		}
-		return rc, nil
-	}
-	rc, err := clientcmd.BuildConfigFromFlags("", kubeconfig)
-	if err != nil {
-		return nil, fmt.Errorf("loading kubeconfig %s: %w", kubeconfig, err)
-	}
-	return rc, nil
 }

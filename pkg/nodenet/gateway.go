@@ -10,9 +10,11 @@ import (
 	"slices"
 
 	"github.com/vishvananda/netlink"
+	"github.com/vishvananda/netns"
 	"golang.org/x/sys/unix"
 	"k8s.io/klog/v2"
 
+	"github.com/antrea-proxy/antrea-proxy/pkg/netutil"
 	"github.com/antrea-proxy/antrea-proxy/pkg/ovs/ovsdb"
 )
 
@@ -92,7 +94,7 @@ func (h Host) EnsureGateway(ctx context.Context, ports Ports, cfg GatewayConfig)
 		}
 	}
 	if cfg.DisableTXChecksumOffload {
-		if err := h.do(func() error { return disableTXChecksum(cfg.Name) }); err != nil {
+		if err := h.do(func() error { return netutil.DisableTXChecksum(netns.None(), cfg.Name) }); err != nil {
 			return nil, fmt.Errorf("gateway %s: %w", cfg.Name, err)
 		}
 	}

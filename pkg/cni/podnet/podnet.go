@@ -14,6 +14,8 @@ import (
 	"github.com/vishvananda/netlink"
 	"github.com/vishvananda/netns"
 	"golang.org/x/sys/unix"
+
+	"github.com/antrea-proxy/antrea-proxy/pkg/netutil"
 )
 
 // Config is one pod interface.
@@ -147,10 +149,10 @@ func (n *Netlink) Setup(cfg Config) (Interfaces, error) {
 		return Interfaces{}, err
 	}
 	if cfg.DisableTXChecksumOffload {
-		if err := disableTXChecksum(h.hostNS, cfg.HostIfName); err != nil {
+		if err := netutil.DisableTXChecksum(h.hostNS, cfg.HostIfName); err != nil {
 			return Interfaces{}, err
 		}
-		if err := disableTXChecksum(h.podNS, cfg.IfName); err != nil {
+		if err := netutil.DisableTXChecksum(h.podNS, cfg.IfName); err != nil {
 			return Interfaces{}, err
 		}
 	}

@@ -1,4 +1,6 @@
-package podnet
+// Package netutil holds small host-networking helpers shared by the CNI server and the node
+// data path.
+package netutil
 
 import (
 	"fmt"
@@ -55,9 +57,10 @@ func socketIn(ns netns.NsHandle) (int, error) {
 	return fd, serr
 }
 
-// disableTXChecksum turns TX checksum offload off on ifName in namespace ns, like
-// `ethtool -K <if> tx off`.
-func disableTXChecksum(ns netns.NsHandle, ifName string) error {
+// DisableTXChecksum turns TX checksum offload off on ifName in namespace ns (netns.None(): the
+// calling thread's), like `ethtool -K <if> tx off`. The userspace datapath needs it on veths:
+// otherwise conntrack sees unfinished checksums and marks packets invalid.
+func DisableTXChecksum(ns netns.NsHandle, ifName string) error {
 	fd, err := socketIn(ns)
 	if err != nil {
 		return fmt.Errorf("disabling TX checksum offload on %s: %w", ifName, err)

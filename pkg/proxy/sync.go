@@ -18,6 +18,9 @@ import (
 	"github.com/antrea-proxy/antrea-proxy/pkg/proxy/tracker"
 )
 
+// bigSyncOps is the bundle size from which a sync tells the user what it is doing.
+const bigSyncOps = 2000
+
 // ourCategories are the cookie categories this proxier owns and cleans up across rounds.
 var ourCategories = []pipeline.Category{pipeline.CategoryBase, pipeline.CategoryService, pipeline.CategoryEndpoint}
 
@@ -291,7 +294,16 @@ func (p *Proxier) syncLocked(ctx context.Context, full bool) (metrics.SyncResult
 	}
 	ops := tx.ops()
 	if len(ops) > 0 {
-		if err := p.bridge.Apply(ctx, ops); err != nil {
+		big := len(ops) >= bigSyncOps
+		if big {
+			klog.InfoS("Installing a large batch of flows and groups in one bundle", "ops", len(ops), "services", p.dirty.Len(), "full", full)
+		}
+		applyStart := p.opts.Clock.Now()
+		err := p.bridge.Apply(ctx, ops)
+		if big && err == nil {
+			klog.InfoS("Installed the batch", "ops", len(ops), "duration", p.opts.Clock.Since(applyStart))
+		}
+		if err != nil {
 			p.syncErr = err
 			klog.ErrorS(err, "Installing flows failed; will retry", "services", p.dirty.Len(), "ops", len(ops))
 			return p.syncResult(start, full, drained, computed, err), err

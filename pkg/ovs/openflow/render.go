@@ -14,15 +14,23 @@ import (
 // "cookie=0xC,table=T,priority=P[,idle_timeout=I][,hard_timeout=H],<match> actions=<actions>".
 func FormatFlow(f *Flow) string {
 	var b strings.Builder
+	b.Grow(160)
 	if f.Cookie != 0 {
-		fmt.Fprintf(&b, "cookie=%#x,", f.Cookie)
+		b.WriteString("cookie=0x")
+		b.WriteString(strconv.FormatUint(f.Cookie, 16))
+		b.WriteByte(',')
 	}
-	fmt.Fprintf(&b, "table=%d,priority=%d", f.Table, f.Priority)
+	b.WriteString("table=")
+	b.WriteString(strconv.Itoa(int(f.Table)))
+	b.WriteString(",priority=")
+	b.WriteString(strconv.Itoa(int(f.Priority)))
 	if f.IdleTimeout != 0 {
-		fmt.Fprintf(&b, ",idle_timeout=%d", f.IdleTimeout)
+		b.WriteString(",idle_timeout=")
+		b.WriteString(strconv.Itoa(int(f.IdleTimeout)))
 	}
 	if f.HardTimeout != 0 {
-		fmt.Fprintf(&b, ",hard_timeout=%d", f.HardTimeout)
+		b.WriteString(",hard_timeout=")
+		b.WriteString(strconv.Itoa(int(f.HardTimeout)))
 	}
 	if m := FormatMatch(&f.Match); m != "" {
 		b.WriteString(",")
@@ -37,7 +45,7 @@ func FormatFlow(f *Flow) string {
 // match.
 func FormatFlowKey(f *Flow) string {
 	m := FormatMatch(&f.Match)
-	s := fmt.Sprintf("table=%d,priority=%d", f.Table, f.Priority)
+	s := "table=" + strconv.Itoa(int(f.Table)) + ",priority=" + strconv.Itoa(int(f.Priority))
 	if m != "" {
 		s += "," + m
 	}
@@ -54,45 +62,45 @@ func FormatCookieFilter(cookie, mask uint64) string {
 
 // FormatMatch renders a match in OVS's dump order.
 func FormatMatch(m *Match) string {
-	var p []string
+	var p joiner
 	if m.PktMark != nil {
-		p = append(p, "pkt_mark="+formatMasked32(*m.PktMark))
+		p.add("pkt_mark=" + formatMasked32(*m.PktMark))
 	}
 	if m.CtState != nil && *m.CtState != (CtState{}) {
-		p = append(p, "ct_state="+FormatCtState(*m.CtState))
+		p.add("ct_state=" + FormatCtState(*m.CtState))
 	}
 	if m.CtMark != nil {
-		p = append(p, "ct_mark="+formatMasked32(*m.CtMark))
+		p.add("ct_mark=" + formatMasked32(*m.CtMark))
 	}
 	// rawProto is set when the IP protocol has no shorthand and OVS spells it "nw_proto=N"
 	// after the addresses.
 	rawProto := false
 	switch proto := protocolKeyword(m.EthType, m.IPProto); {
 	case proto != "":
-		p = append(p, proto)
+		p.add(proto)
 	case m.EthType == EthTypeIP || m.EthType == EthTypeIPv6:
-		p = append(p, protocolKeyword(m.EthType, ProtoAny))
+		p.add(protocolKeyword(m.EthType, ProtoAny))
 		rawProto = m.IPProto != ProtoAny
 	case m.EthType != EthTypeAny:
-		p = append(p, fmt.Sprintf("dl_type=0x%04x", uint16(m.EthType)))
+		p.add(fmt.Sprintf("dl_type=0x%04x", uint16(m.EthType)))
 		rawProto = m.IPProto != ProtoAny
 	default:
 		rawProto = m.IPProto != ProtoAny
 	}
 	for _, r := range m.Regs {
-		p = append(p, fmt.Sprintf("reg%d=%s", r.Reg, formatMasked32(Masked32{r.Value, r.Mask})))
+		p.add("reg" + strconv.Itoa(int(r.Reg)) + "=" + formatMasked32(Masked32{r.Value, r.Mask}))
 	}
 	for _, r := range m.XXRegs {
-		p = append(p, fmt.Sprintf("xxreg%d=%s", r.XXReg, formatMasked128(r.Value, r.Mask)))
+		p.add("xxreg" + strconv.Itoa(int(r.XXReg)) + "=" + formatMasked128(r.Value, r.Mask))
 	}
 	if m.InPort != 0 {
-		p = append(p, "in_port="+formatPort(m.InPort))
+		p.add("in_port=" + formatPort(m.InPort))
 	}
 	if len(m.EthSrc) != 0 {
-		p = append(p, "dl_src="+m.EthSrc.String())
+		p.add("dl_src=" + m.EthSrc.String())
 	}
 	if len(m.EthDst) != 0 {
-		p = append(p, "dl_dst="+m.EthDst.String())
+		p.add("dl_dst=" + m.EthDst.String())
 	}
 	srcKey, dstKey := "nw_src", "nw_dst"
 	if m.EthType == EthTypeIPv6 {
@@ -101,29 +109,45 @@ func FormatMatch(m *Match) string {
 	// OVS prints prefixes with the host bits cleared and leaves out a /0 prefix entirely.
 	if m.Src.IsValid() && m.Src.Bits() > 0 {
 		src := m.Src.Masked()
-		p = append(p, srcKey+"="+formatPrefix(src.Addr().String(), src.Bits(), src.Addr().BitLen()))
+		p.add(srcKey + "=" + formatPrefix(src.Addr().String(), src.Bits(), src.Addr().BitLen()))
 	}
 	if m.Dst.IsValid() && m.Dst.Bits() > 0 {
 		dst := m.Dst.Masked()
-		p = append(p, dstKey+"="+formatPrefix(dst.Addr().String(), dst.Bits(), dst.Addr().BitLen()))
+		p.add(dstKey + "=" + formatPrefix(dst.Addr().String(), dst.Bits(), dst.Addr().BitLen()))
 	}
 	if m.ARPTPA.IsValid() {
-		p = append(p, "arp_tpa="+m.ARPTPA.String())
+		p.add("arp_tpa=" + m.ARPTPA.String())
 	}
 	if m.ARPOp != 0 {
-		p = append(p, "arp_op="+strconv.Itoa(int(m.ARPOp)))
+		p.add("arp_op=" + strconv.Itoa(int(m.ARPOp)))
 	}
 	if rawProto {
-		p = append(p, "nw_proto="+strconv.Itoa(int(m.IPProto)))
+		p.add("nw_proto=" + strconv.Itoa(int(m.IPProto)))
 	}
 	if m.TpSrc != 0 {
-		p = append(p, "tp_src="+strconv.Itoa(int(m.TpSrc)))
+		p.add("tp_src=" + strconv.Itoa(int(m.TpSrc)))
 	}
 	if m.TpDst != 0 {
-		p = append(p, "tp_dst="+strconv.Itoa(int(m.TpDst)))
+		p.add("tp_dst=" + strconv.Itoa(int(m.TpDst)))
 	}
-	return strings.Join(p, ",")
+	return p.String()
 }
+
+// joiner builds a comma-separated list without an intermediate slice.
+type joiner struct {
+	b strings.Builder
+	n int
+}
+
+func (j *joiner) add(s string) {
+	if j.n > 0 {
+		j.b.WriteByte(',')
+	}
+	j.n++
+	j.b.WriteString(s)
+}
+
+func (j *joiner) String() string { return j.b.String() }
 
 // formatPort renders a port number, using OVS's name for the LOCAL port.
 func formatPort(p uint32) string {
@@ -257,11 +281,11 @@ func FormatActions(actions []Action) string {
 	if len(actions) == 0 {
 		return "drop"
 	}
-	parts := make([]string, 0, len(actions))
+	var p joiner
 	for _, a := range actions {
-		parts = append(parts, FormatAction(a))
+		p.add(FormatAction(a))
 	}
-	return strings.Join(parts, ",")
+	return p.String()
 }
 
 // FormatAction renders one action.
@@ -270,13 +294,13 @@ func FormatAction(a Action) string {
 	case CT:
 		return formatCT(a)
 	case GroupAction:
-		return fmt.Sprintf("group:%d", a.ID)
+		return "group:" + strconv.FormatUint(uint64(a.ID), 10)
 	case GotoTable:
-		return fmt.Sprintf("goto_table:%d", a.Table)
+		return "goto_table:" + strconv.Itoa(int(a.Table))
 	case Resubmit:
-		return fmt.Sprintf("resubmit(,%d)", a.Table)
+		return "resubmit(," + strconv.Itoa(int(a.Table)) + ")"
 	case SetReg:
-		return fmt.Sprintf("set_field:%s->reg%d", formatMasked32(Masked32{a.Value, a.Mask}), a.Reg)
+		return "set_field:" + formatMasked32(Masked32{a.Value, a.Mask}) + "->reg" + strconv.Itoa(int(a.Reg))
 	case SetCtMark:
 		return fmt.Sprintf("set_field:%s->ct_mark", formatMasked32(Masked32{a.Value, a.Mask}))
 	case SetEthDst:

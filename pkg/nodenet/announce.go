@@ -1,0 +1,223 @@
+package nodenet
+
+// This file is the node side of VIP-mode LoadBalancer addresses on bare metal (in the style of
+// MetalLB L2 and Antrea's ServiceExternalIP): the one node antrea-controller picked for an
+// address makes its host answer ARP (IPv4) and NDP (IPv6) for it on the uplink, and announces
+// it with a gratuitous ARP or an unsolicited Neighbor Advertisement when it starts doing so.
+//
+// The host answers through proxy neighbour entries (NTF_PROXY, what `ip neigh add proxy`
+// creates): Linux replies to an ARP request or a Neighbor Solicitation for a proxied address
+// received on the uplink when forwarding is on for it, the route to the address leaves through
+// another interface (the gateway: nodenet routes programmed LoadBalancer IPs into OVS), and,
+// for IPv6, proxy_ndp is on. proxy_delay is set to 0 on the uplink so that the answer is not
+// delayed by up to 0.8 s.
+
+import (
+	"errors"
+	"fmt"
+	"maps"
+	"net"
+	"net/netip"
+	"os"
+	"slices"
+
+	"k8s.io/klog/v2"
+)
+
+// DefaultGratuitousRepeats is how many announcements an address gets when it starts being
+// announced: one at once and the rest on the following syncs, in case one is lost.
+const DefaultGratuitousRepeats = 3
+
+// AnnounceOps is what the Announcer needs from the host; HostAnnounceOps is the real one.
+type AnnounceOps interface {
+	// PrepareUplink makes the host answer for proxy neighbours on dev (sysctls) for the family.
+	PrepareUplink(dev string, ipv6 bool) error
+	// AddProxyNeighbor makes the host answer ARP/NDP for ip on dev; idempotent.
+	AddProxyNeighbor(dev string, ip netip.Addr) error
+	// DeleteProxyNeighbor undoes AddProxyNeighbor; an entry that is not there is not an error.
+	DeleteProxyNeighbor(dev string, ip netip.Addr) error
+	// Gratuitous sends a gratuitous ARP (IPv4) or an unsolicited NA (IPv6) for ip out of dev.
+	Gratuitous(dev string, ip netip.Addr) error
+}
+
+// Announcer keeps the host answering for the addresses this node announces. It is not safe for
+// concurrent use; one goroutine calls Sync.
+type Announcer struct {
+	ops     AnnounceOps
+	repeats int
+
+	uplink    string
+	announced map[netip.Addr]bool
+	// pending counts the gratuitous announcements still to send per address.
+	pending  map[netip.Addr]int
+	prepared map[bool]bool // per family (true = IPv6) on uplink
+}
+
+// NewAnnouncer returns an Announcer over ops sending repeats announcements per new address
+// (0 means DefaultGratuitousRepeats).
+func NewAnnouncer(ops AnnounceOps, repeats int) *Announcer {
+	if repeats <= 0 {
+		repeats = DefaultGratuitousRepeats
+	}
+	return &Announcer{ops: ops, repeats: repeats, announced: map[netip.Addr]bool{}, pending: map[netip.Addr]int{},
+		prepared: map[bool]bool{}}
+}
+
+// Announced returns the addresses currently announced, sorted.
+func (a *Announcer) Announced() []netip.Addr {
+	return slices.SortedFunc(maps.Keys(a.announced), netip.Addr.Compare)
+}
+
+// Sync makes ips (announced on uplink) the announced set: new addresses get a proxy neighbour
+// entry and a gratuitous announcement, addresses no longer wanted (or all of them, when the
+// uplink changed or is "") lose their entry. Existing entries are re-applied, repairing drift,
+// and pending repeat announcements are sent. Failures are retried by the next Sync.
+func (a *Announcer) Sync(uplink string, ips []netip.Addr) error {
+	var errs []error
+	want := map[netip.Addr]bool{}
+	for _, ip := range ips {
+		if ip.IsValid() {
+			want[ip.Unmap()] = true
+		}
+	}
+	if uplink != a.uplink {
+		errs = append(errs, a.withdrawAll())
+		a.uplink = uplink
+		clear(a.prepared)
+	}
+	if uplink == "" {
+		return errors.Join(errs...)
+	}
+	for _, ip := range slices.SortedFunc(maps.Keys(a.announced), netip.Addr.Compare) {
+		if want[ip] {
+			continue
+		}
+		if err := a.ops.DeleteProxyNeighbor(uplink, ip); err != nil {
+			errs = append(errs, fmt.Errorf("withdrawing %s from %s: %w", ip, uplink, err))
+			continue
+		}
+		delete(a.announced, ip)
+		delete(a.pending, ip)
+		klog.InfoS("Stopped announcing LoadBalancer IP", "ip", ip, "uplink", uplink)
+	}
+	for _, ip := range slices.SortedFunc(maps.Keys(want), netip.Addr.Compare) {
+		v6 := ip.Is6()
+		if !a.prepared[v6] {
+			if err := a.ops.PrepareUplink(uplink, v6); err != nil {
+				errs = append(errs, fmt.Errorf("preparing %s to answer for %s: %w", uplink, ip, err))
+				continue
+			}
+			a.prepared[v6] = true
+		}
+		if err := a.ops.AddProxyNeighbor(uplink, ip); err != nil {
+			errs = append(errs, fmt.Errorf("announcing %s on %s: %w", ip, uplink, err))
+			continue
+		}
+		if !a.announced[ip] {
+			a.announced[ip] = true
+			a.pending[ip] = a.repeats
+			klog.InfoS("Announcing LoadBalancer IP", "ip", ip, "uplink", uplink)
+		}
+	}
+	for _, ip := range slices.SortedFunc(maps.Keys(a.pending), netip.Addr.Compare) {
+		if err := a.ops.Gratuitous(uplink, ip); err != nil {
+			errs = append(errs, fmt.Errorf("sending a gratuitous announcement of %s on %s: %w", ip, uplink, err))
+			continue
+		}
+		if a.pending[ip]--; a.pending[ip] <= 0 {
+			delete(a.pending, ip)
+		}
+	}
+	return errors.Join(errs...)
+}
+
+// Pending reports whether repeat announcements remain to be sent by later Syncs.
+func (a *Announcer) Pending() bool { return len(a.pending) > 0 }
+
+// Withdraw stops announcing every address.
+func (a *Announcer) Withdraw() error { return a.withdrawAll() }
+
+func (a *Announcer) withdrawAll() error {
+	var errs []error
+	for _, ip := range slices.SortedFunc(maps.Keys(a.announced), netip.Addr.Compare) {
+		if err := a.ops.DeleteProxyNeighbor(a.uplink, ip); err != nil {
+			errs = append(errs, fmt.Errorf("withdrawing %s from %s: %w", ip, a.uplink, err))
+			continue
+		}
+		delete(a.announced, ip)
+		klog.InfoS("Stopped announcing LoadBalancer IP", "ip", ip, "uplink", a.uplink)
+	}
+	clear(a.pending)
+	return errors.Join(errs...)
+}
+
+// HostAnnounceOps are the AnnounceOps of a host network namespace: netlink proxy neighbours,
+// sysctls under /proc/sys/net, and an AF_PACKET socket for the announcements.
+type HostAnnounceOps struct {
+	Host Host
+}
+
+var _ AnnounceOps = HostAnnounceOps{}
+
+// PrepareUplink turns forwarding on for dev, proxy_ndp for IPv6, and sets proxy_delay to 0.
+func (o HostAnnounceOps) PrepareUplink(dev string, ipv6 bool) error {
+	fam := "ipv4"
+	if ipv6 {
+		fam = "ipv6"
+	}
+	settings := [][2]string{
+		{"/proc/sys/net/" + fam + "/conf/" + dev + "/forwarding", "1"},
+		{"/proc/sys/net/" + fam + "/neigh/" + dev + "/proxy_delay", "0"},
+	}
+	if ipv6 {
+		settings = append(settings, [2]string{"/proc/sys/net/ipv6/conf/" + dev + "/proxy_ndp", "1"})
+	}
+	return o.Host.do(func() error {
+		var errs []error
+		for _, s := range settings {
+			if err := os.WriteFile(s[0], []byte(s[1]+"\n"), 0o644); err != nil {
+				errs = append(errs, fmt.Errorf("setting %s to %s: %w", s[0], s[1], err))
+			}
+		}
+		return errors.Join(errs...)
+	})
+}
+
+// UplinkOf returns the name of the interface of the host holding ip, or an error naming ip.
+func (h Host) UplinkOf(ip netip.Addr) (string, error) {
+	nl, err := h.handle()
+	if err != nil {
+		return "", err
+	}
+	defer nl.Close()
+	links, err := nl.LinkList()
+	if err != nil {
+		return "", fmt.Errorf("listing links: %w", err)
+	}
+	for _, l := range links {
+		addrs, err := nl.AddrList(l, 0)
+		if err != nil {
+			continue
+		}
+		for _, ad := range addrs {
+			if got, ok := netip.AddrFromSlice(ad.IP); ok && got.Unmap() == ip.Unmap() {
+				return l.Attrs().Name, nil
+			}
+		}
+	}
+	return "", fmt.Errorf("no interface holds %s", ip)
+}
+
+// linkMAC returns the index and MAC address of dev.
+func (h Host) linkMAC(dev string) (int, net.HardwareAddr, error) {
+	nl, err := h.handle()
+	if err != nil {
+		return 0, nil, err
+	}
+	defer nl.Close()
+	l, err := nl.LinkByName(dev)
+	if err != nil {
+		return 0, nil, fmt.Errorf("finding interface %s: %w", dev, err)
+	}
+	return l.Attrs().Index, l.Attrs().HardwareAddr, nil
+}

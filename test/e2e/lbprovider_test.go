@@ -1,0 +1,306 @@
+//go:build e2e
+
+package e2e
+
+import (
+	"context"
+	"fmt"
+	"net/netip"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/require"
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/util/intstr"
+
+	"github.com/antrea-proxy/antrea-proxy/pkg/loadbalancer"
+	"github.com/antrea-proxy/antrea-proxy/pkg/loadbalancer/conditions"
+	"github.com/antrea-proxy/antrea-proxy/test/e2e/framework"
+	"github.com/antrea-proxy/antrea-proxy/test/e2e/lbstatus"
+)
+
+// Pools of the LoadBalancer provider tests. The VIP pool lies inside framework.VIPRange and is
+// on-link for the client and the router, so that ARP (the announcing node) decides where its
+// traffic goes; the Proxy pool lies inside framework.ProxyRange, whose addresses the router's
+// l4proxy instances own.
+var (
+	providerVIPPool   = netip.MustParsePrefix("172.18.0.192/26")
+	providerProxyPool = netip.MustParsePrefix("172.18.1.192/26")
+	providerBulkRange = "172.18.2.0-172.18.2.255" // 256 addresses, more than the 200 Services
+)
+
+const providerTimeout = 60 * time.Second
+
+type provider struct {
+	sb *framework.Sandbox
+	lb *framework.LBController
+	ns string
+}
+
+// TestLoadBalancerProvider runs the real antrea-controller in the sandbox and checks its
+// addresses end to end: status, announcement, traffic, moves, Proxy mode, tri-state skips and
+// concurrent allocation.
+func TestLoadBalancerProvider(t *testing.T) {
+	ctx := context.Background()
+	sb := framework.StartSandbox(t, framework.SandboxOptions{Agent: framework.AgentOptions{ProxyLoadBalancerIPs: true}})
+	require.NoError(t, sb.Net.RouteOnLink(providerVIPPool))
+	lb, err := sb.StartLBController(ctx,
+		framework.LBPool{Name: "vip", CIDRs: []netip.Prefix{providerVIPPool}},
+		framework.LBPool{Name: "proxy", CIDRs: []netip.Prefix{providerProxyPool}, Proxy: true},
+		framework.LBPool{Name: "bulk", Ranges: []string{providerBulkRange}, Proxy: true},
+	)
+	require.NoError(t, err)
+	t.Cleanup(func() {
+		if t.Failed() {
+			t.Logf("---- last 40 lines of antrea-controller.log ----\n%s", lb.LogTail(40))
+		}
+	})
+	p := &provider{sb: sb, lb: lb, ns: "lbprovider"}
+	require.NoError(t, sb.CreateNamespace(ctx, p.ns))
+
+	t.Run("VIPServingAndAnnounced", p.vipServing)
+	t.Run("LocalEndpointMoves", p.localMoves)
+	t.Run("ProxyPool", p.proxyPool)
+	t.Run("UnsupportedIsSkipped", p.unsupportedSkipped)
+	t.Run("ConcurrentAllocation", p.concurrent)
+}
+
+func (p *provider) service(name, app string, mutate func(*corev1.Service)) *corev1.Service {
+	svc := echoService(p.ns, name, app, corev1.ServiceTypeLoadBalancer)
+	if mutate != nil {
+		mutate(svc)
+	}
+	return svc
+}
+
+func (p *provider) create(t *testing.T, svc *corev1.Service) *corev1.Service {
+	t.Helper()
+	got, err := p.sb.CP.Client.CoreV1().Services(p.ns).Create(context.Background(), svc, metav1.CreateOptions{})
+	require.NoError(t, err)
+	return got
+}
+
+// serving waits for the Serving verdict with the tri-state helper and returns the Service.
+func (p *provider) serving(t *testing.T, name string, required ...lbstatus.Feature) *corev1.Service {
+	t.Helper()
+	r, err := lbstatus.WaitForServing(context.Background(), p.sb.CP.Client, p.ns, name, required, providerTimeout)
+	require.NoError(t, err)
+	lbstatus.Check(t, r)
+	return r.Service
+}
+
+// announcer returns the node the Service's annotation names for ip.
+func announcer(t *testing.T, svc *corev1.Service, ip netip.Addr) string {
+	t.Helper()
+	as, err := loadbalancer.ParseAnnouncingNodes(svc.Annotations[loadbalancer.AnnotationAnnouncingNode])
+	require.NoError(t, err)
+	for _, a := range as {
+		if a.Addr == ip {
+			return a.Node
+		}
+	}
+	return ""
+}
+
+func ingressIP(t *testing.T, svc *corev1.Service, mode corev1.LoadBalancerIPMode) netip.Addr {
+	t.Helper()
+	require.Len(t, svc.Status.LoadBalancer.Ingress, 1, "ingress of %s", svc.Name)
+	ing := svc.Status.LoadBalancer.Ingress[0]
+	require.NotNil(t, ing.IPMode)
+	require.Equal(t, mode, *ing.IPMode)
+	ip, err := netip.ParseAddr(ing.IP)
+	require.NoError(t, err)
+	return ip
+}
+
+// waitClientARP waits until the external client resolves ip to node's uplink MAC.
+func (p *provider) waitClientARP(t *testing.T, ip netip.Addr, node *framework.Node) {
+	t.Helper()
+	want, err := node.UplinkMAC()
+	require.NoError(t, err)
+	framework.WaitFor(t, 30*time.Second, fmt.Sprintf("the client to resolve %s to %s (%s)", ip, node.Name, want),
+		func(ctx context.Context) (bool, string, error) {
+			got, err := p.sb.Net.Client.NeighborMAC(ip)
+			return got == want, "resolved to " + got, err
+		})
+}
+
+func (p *provider) vipServing(t *testing.T) {
+	ctx := context.Background()
+	labels := map[string]string{"app": "vip"}
+	pods, err := p.sb.RunPods(ctx, framework.EchoPod(p.ns, "vip-1", p.sb.Nodes[0], labels), framework.EchoPod(p.ns, "vip-2", p.sb.Nodes[1], labels))
+	require.NoError(t, err)
+	p.create(t, p.service("vip", "vip", nil))
+	require.NoError(t, p.sb.WaitEndpoints(ctx, p.ns, "vip", pods[0].Status.PodIP, pods[1].Status.PodIP))
+	svc := p.serving(t, "vip")
+	ip := ingressIP(t, svc, corev1.LoadBalancerIPModeVIP)
+	require.True(t, providerVIPPool.Contains(ip), "%s from the VIP pool", ip)
+	node := p.sb.NodeByName(announcer(t, svc, ip))
+	require.NotNil(t, node, "announcing node of %s: %q", ip, svc.Annotations[loadbalancer.AnnotationAnnouncingNode])
+
+	seen := map[string]bool{}
+	for i := 0; i < 20 && len(seen) < 2; i++ {
+		r := echoUntil(t, p.sb.Net.Client, "tcp", hostPort(ip.String(), 80), "the client to reach a pod through "+ip.String(),
+			func(r framework.EchoReply) (bool, string) {
+				return strings.HasPrefix(r.Server, "vip-"), "not a vip pod"
+			})
+		seen[r.Server] = true
+	}
+	require.Len(t, seen, 2, "both pods answer through %s", ip)
+	p.waitClientARP(t, ip, node)
+}
+
+func (p *provider) localMoves(t *testing.T) {
+	ctx := context.Background()
+	n1, n2 := p.sb.Nodes[0], p.sb.Nodes[1]
+	labels := map[string]string{"app": "local"}
+	pods, err := p.sb.RunPods(ctx, framework.EchoPod(p.ns, "local-a", n1, labels))
+	require.NoError(t, err)
+	p.create(t, p.service("local", "local", func(s *corev1.Service) {
+		s.Spec.ExternalTrafficPolicy = corev1.ServiceExternalTrafficPolicyLocal
+	}))
+	require.NoError(t, p.sb.WaitEndpoints(ctx, p.ns, "local", pods[0].Status.PodIP))
+	svc := p.serving(t, "local", conditions.FeatureExternalTrafficPolicy)
+	ip := ingressIP(t, svc, corev1.LoadBalancerIPModeVIP)
+	p.waitAnnouncer(t, "local", ip, n1.Name)
+	r := echoUntil(t, p.sb.Net.Client, "tcp", hostPort(ip.String(), 80), "the client to reach local-a through "+n1.Name,
+		func(r framework.EchoReply) (bool, string) { return r.Server == "local-a", "" })
+	require.Equal(t, framework.ClientIP.String(), r.ClientIP(), "eTP=Local keeps the client address")
+	p.waitClientARP(t, ip, n1)
+
+	// Move the only endpoint to node2: the address follows, and the client's traffic with it
+	// (node1 has no local endpoint left, so traffic still sent there would fail).
+	require.NoError(t, p.sb.CP.Client.CoreV1().Pods(p.ns).Delete(ctx, "local-a", metav1.DeleteOptions{}))
+	pods, err = p.sb.RunPods(ctx, framework.EchoPod(p.ns, "local-b", n2, labels))
+	require.NoError(t, err)
+	require.NoError(t, p.sb.WaitEndpoints(ctx, p.ns, "local", pods[0].Status.PodIP))
+	p.waitAnnouncer(t, "local", ip, n2.Name)
+	p.waitClientARP(t, ip, n2)
+	r = echoUntil(t, p.sb.Net.Client, "tcp", hostPort(ip.String(), 80), "the client to reach local-b through "+n2.Name,
+		func(r framework.EchoReply) (bool, string) { return r.Server == "local-b", "" })
+	require.Equal(t, framework.ClientIP.String(), r.ClientIP())
+}
+
+func (p *provider) waitAnnouncer(t *testing.T, name string, ip netip.Addr, node string) {
+	t.Helper()
+	framework.WaitFor(t, 30*time.Second, fmt.Sprintf("Service %s to name %s as the announcer of %s", name, node, ip),
+		func(ctx context.Context) (bool, string, error) {
+			svc, err := p.sb.CP.Client.CoreV1().Services(p.ns).Get(ctx, name, metav1.GetOptions{})
+			if err != nil {
+				return false, "", err
+			}
+			v := svc.Annotations[loadbalancer.AnnotationAnnouncingNode]
+			return announcer(t, svc, ip) == node, "annotation " + v, nil
+		})
+}
+
+func (p *provider) proxyPool(t *testing.T) {
+	ctx := context.Background()
+	labels := map[string]string{"app": "px"}
+	pods, err := p.sb.RunPods(ctx, framework.EchoPod(p.ns, "px-1", p.sb.Nodes[1], labels))
+	require.NoError(t, err)
+	created := p.create(t, p.service("px", "px", func(s *corev1.Service) {
+		s.Annotations = map[string]string{loadbalancer.AnnotationPool: "proxy"}
+	}))
+	require.NoError(t, p.sb.WaitEndpoints(ctx, p.ns, "px", pods[0].Status.PodIP))
+	svc := p.serving(t, "px")
+	ip := ingressIP(t, svc, corev1.LoadBalancerIPModeProxy)
+	require.True(t, providerProxyPool.Contains(ip), "%s from the Proxy pool", ip)
+	require.Empty(t, announcer(t, svc, ip), "no node announces a Proxy address")
+	proxyLB, err := p.sb.StartProxyLB(ip, 80, hostPort(p.sb.Nodes[0].IP.String(), nodePortOf(t, created, "tcp")))
+	require.NoError(t, err)
+	echoUntil(t, p.sb.Net.Client, "tcp", hostPort(ip.String(), 80), "the client to reach px-1 through the external proxy",
+		func(r framework.EchoReply) (bool, string) { return r.Server == "px-1", "" })
+	st, err := proxyLB.Stats(ctx)
+	require.NoError(t, err)
+	require.Positive(t, st.TCP, "the l4proxy relayed the connection")
+}
+
+// recordingTB captures how lbstatus.Check ends a test.
+type recordingTB struct {
+	skipped, failed string
+}
+
+func (r *recordingTB) Helper()                          {}
+func (r *recordingTB) Logf(string, ...any)              {}
+func (r *recordingTB) Skipf(format string, args ...any) { r.skipped = fmt.Sprintf(format, args...) }
+func (r *recordingTB) Fatalf(format string, args ...any) {
+	r.failed = fmt.Sprintf(format, args...)
+}
+
+func (p *provider) unsupportedSkipped(t *testing.T) {
+	// eTP=Local on a Proxy-mode pool cannot keep the client address; required, it is refused.
+	p.create(t, p.service("px-local", "px", func(s *corev1.Service) {
+		s.Spec.ExternalTrafficPolicy = corev1.ServiceExternalTrafficPolicyLocal
+		s.Annotations = map[string]string{loadbalancer.AnnotationPool: "proxy",
+			loadbalancer.AnnotationRequiredFeatures: string(conditions.FeatureExternalTrafficPolicy)}
+	}))
+	r, err := lbstatus.WaitForServing(context.Background(), p.sb.CP.Client, p.ns, "px-local",
+		[]lbstatus.Feature{conditions.FeatureExternalTrafficPolicy}, providerTimeout)
+	require.NoError(t, err)
+	require.Equal(t, lbstatus.Skip, r.Outcome, "reason: %s", r.Reason)
+	require.Contains(t, r.Reason, "Unsupported")
+	require.Contains(t, r.Reason, string(conditions.FeatureExternalTrafficPolicy))
+	rec := &recordingTB{}
+	lbstatus.Check(rec, r)
+	require.Empty(t, rec.failed)
+	require.Contains(t, rec.skipped, "skipping: load balancer provider refuses the Service")
+	require.Contains(t, rec.skipped, string(conditions.FeatureExternalTrafficPolicy))
+	t.Logf("tri-state helper skipped with: %s", rec.skipped)
+}
+
+func (p *provider) concurrent(t *testing.T) {
+	ctx := context.Background()
+	const n = 200
+	ns := "lbbulk"
+	require.NoError(t, p.sb.CreateNamespace(ctx, ns))
+	cs := p.sb.CP.Client
+	errs := make([]error, n)
+	var wg sync.WaitGroup
+	start := time.Now()
+	for i := 0; i < n; i++ {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			no := false
+			svc := &corev1.Service{
+				ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: fmt.Sprintf("bulk-%03d", i),
+					Annotations: map[string]string{loadbalancer.AnnotationPool: "bulk"}},
+				Spec: corev1.ServiceSpec{Type: corev1.ServiceTypeLoadBalancer, AllocateLoadBalancerNodePorts: &no,
+					Selector: map[string]string{"app": "none"},
+					Ports:    []corev1.ServicePort{{Name: "tcp", Protocol: corev1.ProtocolTCP, Port: 80, TargetPort: intstr.FromInt32(framework.EchoPort)}}},
+			}
+			_, errs[i] = cs.CoreV1().Services(ns).Create(ctx, svc, metav1.CreateOptions{})
+		}()
+	}
+	wg.Wait()
+	for _, err := range errs {
+		require.NoError(t, err)
+	}
+	var addrs map[string]string
+	framework.WaitFor(t, 2*time.Minute, fmt.Sprintf("%d Services to get an address", n), func(ctx context.Context) (bool, string, error) {
+		list, err := cs.CoreV1().Services(ns).List(ctx, metav1.ListOptions{})
+		if err != nil {
+			return false, "", err
+		}
+		addrs = map[string]string{}
+		with := 0
+		for _, s := range list.Items {
+			for _, ing := range s.Status.LoadBalancer.Ingress {
+				if prev, dup := addrs[ing.IP]; dup {
+					return false, "", fmt.Errorf("%s handed to both %s and %s", ing.IP, prev, s.Name)
+				}
+				addrs[ing.IP] = s.Name
+			}
+			if len(s.Status.LoadBalancer.Ingress) > 0 {
+				with++
+			}
+		}
+		return with == n, fmt.Sprintf("%d/%d have an address", with, n), nil
+	})
+	require.Len(t, addrs, n, "%d distinct addresses", n)
+	t.Logf("%d Services created at once got %d distinct addresses in %v", n, len(addrs), time.Since(start).Round(time.Millisecond))
+}

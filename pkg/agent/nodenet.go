@@ -195,6 +195,7 @@ func (d *DataPath) Start(ctx context.Context, client kubernetes.Interface, servi
 	d.goRun(func() error { rec.Run(ctx); return nil })
 	if services != nil {
 		d.goRun(func() error { d.pollServices(ctx, services); return nil })
+		d.goRun(func() error { return d.runAnnouncer(ctx, client, services) })
 	}
 	return d.startCNI(ctx)
 }
@@ -259,8 +260,9 @@ func (d *DataPath) waitForPodCIDRs(ctx context.Context, get func(string) (*v1.No
 	}
 }
 
-// setupGateway gives the gateway its addresses, turns forwarding on and installs the gateway
-// flows of this round, deleting those of older rounds in the same bundle.
+// setupGateway gives the gateway its addresses, turns forwarding on, keeps the host from
+// answering pods' ARP requests on their own interfaces (nodenet.Host.RestrictPodARP) and
+// installs the gateway flows of this round, deleting those of older rounds in the same bundle.
 func (d *DataPath) setupGateway(ctx context.Context) error {
 	if err := d.host.SetGatewayAddresses(d.gw.Name, nodenet.GatewayAddresses(d.podCIDRs)); err != nil {
 		return err
@@ -269,8 +271,13 @@ func (d *DataPath) setupGateway(ctx context.Context) error {
 	if err := d.host.EnableForwarding(ipv6); err != nil {
 		return err
 	}
+	// Before the CNI server creates or restores pod interfaces: pods must learn the gateway's
+	// MAC, not their veth's, or the host forwards a second copy of their packets.
+	if err := d.host.RestrictPodARP(); err != nil {
+		return err
+	}
 	flows := pipeline.GatewayFlows(d.round, pipeline.Gateway{OFPort: d.gw.OFPort, MAC: d.gw.MAC, IPv4: ipv4, IPv6: ipv6,
-		NodePortVirtualIPs: d.nodePortVIPs})
+		NodePortVirtualIPs: d.nodePortVIPs, PodCIDRs: d.podCIDRs})
 	old, err := d.opts.Bridge.DumpFlows(ctx, openflow.FlowFilter{Cookie: pipeline.GatewayCookie(0), CookieMask: pipeline.CategoryMask})
 	if err != nil {
 		return fmt.Errorf("dumping gateway flows: %w", err)

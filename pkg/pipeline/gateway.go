@@ -18,6 +18,10 @@ const (
 	// priorityGatewayHairpin sits between the pod flows (PriorityNormal) and the default route
 	// to the gateway (PriorityLow) in L3Forwarding.
 	priorityGatewayHairpin uint16 = 195
+	// priorityGatewayPodSource (drop) and priorityGatewayAddress (classify) sit above the base
+	// classification of the gateway port (PriorityNormal) in Classifier.
+	priorityGatewayPodSource uint16 = 205
+	priorityGatewayAddress   uint16 = 210
 )
 
 // Gateway is what the gateway flows need to know about the host gateway.
@@ -32,6 +36,9 @@ type Gateway struct {
 	// into OVS through the gateway (at most one per family); they serve NodePorts like the
 	// node's own addresses.
 	NodePortVirtualIPs []netip.Addr
+	// PodCIDRs are this node's podCIDRs; the gateway holds the first address of each. Packets
+	// from the gateway with another source in them are dropped (see GatewayFlows).
+	PodCIDRs []netip.Prefix
 }
 
 func (g Gateway) families() []family {
@@ -57,6 +64,12 @@ func (g Gateway) families() []family {
 //   - (Established Service connections are SNATed again after DNAT by a base flow in
 //     ConntrackState, whatever their source; see BaseFlows.)
 //   - NodePortMark, priority 200: the NodePort virtual IP marks reg0[4], like a node address.
+//   - Classifier, priorities 210 and 205: a packet from the gateway whose source is a local pod
+//     address (in a podCIDR, other than the gateway's own address) is dropped. A local pod's
+//     packets reach OVS through the pod's port; one that comes from the host is a copy the host
+//     forwarded (see nodenet.Host.RestrictPodARP) or a spoof. Were it load-balanced, it would
+//     be taken for an external connection (from the gateway) and SNATed, and, being first in
+//     conntrack, would drag the pod's own connection into that SNAT.
 //
 // The classification of the gateway port (in_port → reg0 from gateway) is a base flow
 // (BaseFlows with NodeConfig.GatewayOFPort).
@@ -75,6 +88,24 @@ func GatewayFlows(round uint16, gw Gateway) []of.Flow {
 			of.Flow{Table: TableL3Forwarding, Priority: priorityGatewayHairpin, Cookie: c,
 				Match:   of.Match{InPort: gw.OFPort, EthType: f.ethType, CtMark: &of.Masked32{Value: CtMarkSNAT, Mask: CtMarkSNAT}},
 				Actions: hairpin},
+		)
+	}
+	for _, cidr := range gw.PodCIDRs {
+		cidr = cidr.Masked()
+		f := familyOf(cidr.Addr())
+		if (f == familyV4 && !gw.IPv4) || (f == familyV6 && !gw.IPv6) {
+			continue
+		}
+		gwIP := cidr.Addr().Next()
+		flows = append(flows,
+			of.Flow{Table: TableClassifier, Priority: priorityGatewayAddress, Cookie: c,
+				Match: of.Match{InPort: gw.OFPort, EthType: f.ethType, Src: netip.PrefixFrom(gwIP, gwIP.BitLen())},
+				Actions: []of.Action{
+					of.SetReg{Reg: RegSource, Value: SourceGateway, Mask: SourceMask},
+					of.GotoTable{Table: TableSNATConntrackZone},
+				}},
+			of.Flow{Table: TableClassifier, Priority: priorityGatewayPodSource, Cookie: c,
+				Match: of.Match{InPort: gw.OFPort, EthType: f.ethType, Src: cidr}, Actions: []of.Action{of.Drop{}}},
 		)
 	}
 	for _, ip := range gw.NodePortVirtualIPs {

@@ -184,8 +184,13 @@ func (d *DataPath) Start(ctx context.Context, client kubernetes.Interface, servi
 	}
 	d.rec = rec
 	recMu.Unlock()
-	if services != nil {
-		rec.SetExposure(nodenet.ExposureOf(services.Services()))
+	switch {
+	case services == nil:
+		rec.SetExposure(nodenet.Exposure{}) // no proxier: nothing to expose
+	default:
+		if _, _, syncs := services.SyncState(); syncs > 0 {
+			rec.SetExposure(nodenet.ExposureOf(services.Services()))
+		}
 	}
 	// The first sync runs here so that routes and rules exist when Start returns; failures are
 	// retried by Run.
@@ -316,7 +321,9 @@ func (d *DataPath) pollServices(ctx context.Context, services ServiceSource) {
 			return
 		case <-t.C:
 		}
-		if _, _, syncs := services.SyncState(); syncs != lastSyncs {
+		// Only what a sync installed counts: before the first one, Services() is empty, and
+		// exposing nothing would remove the rules a previous agent left for live traffic.
+		if _, _, syncs := services.SyncState(); syncs > 0 && syncs != lastSyncs {
 			lastSyncs = syncs
 			d.rec.SetExposure(nodenet.ExposureOf(services.Services()))
 		}

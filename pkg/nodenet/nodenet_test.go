@@ -1,6 +1,7 @@
 package nodenet
 
 import (
+	"context"
 	"net"
 	"net/netip"
 	"strings"
@@ -136,6 +137,8 @@ func TestReconcilerTriggersOnlyOnChange(t *testing.T) {
 	n := NodeInfo{Name: "n2", PodCIDRs: []netip.Prefix{p("10.20.1.0/24")}}
 	r.SetNode(n)
 	<-r.kick
+	r.SetExposure(Exposure{}) // the first exposure makes it known: a change
+	<-r.kick
 	r.SetNode(n)
 	r.SetExposure(Exposure{})
 	r.DeleteNode("absent")
@@ -150,4 +153,13 @@ func TestReconcilerTriggersOnlyOnChange(t *testing.T) {
 	default:
 		t.Fatal("deleting a Node did not trigger a sync")
 	}
+}
+
+// TestReconcilerWaitsForFirstExposure: before the proxier's first sync is known, Sync changes
+// nothing (a restarted agent must not wipe the rules live traffic depends on).
+func TestReconcilerWaitsForFirstExposure(t *testing.T) {
+	r := NewReconciler(Config{LocalNode: "n1"}, nil)
+	r.SetNode(NodeInfo{Name: "n2", PodCIDRs: []netip.Prefix{p("10.20.1.0/24")}})
+	// cfg.Host and nft are nil: a Sync that touched them would panic.
+	require.NoError(t, r.Sync(context.Background()))
 }

@@ -62,7 +62,11 @@ type Reconciler struct {
 	mu       sync.Mutex
 	nodes    map[string]NodeInfo
 	exposure Exposure
-	kick     chan struct{}
+	// exposureKnown is false until the first SetExposure: until then Sync changes nothing, so
+	// that a restarted agent does not wipe the NodePort rules and LB IP routes its predecessor
+	// left before its proxier has synced once.
+	exposureKnown bool
+	kick          chan struct{}
 }
 
 // NewReconciler returns a Reconciler that programs nft and the routes of cfg.Host.
@@ -105,8 +109,8 @@ func (r *Reconciler) DeleteNode(name string) {
 // SetExposure records the Services' exposure (see ExposureOf).
 func (r *Reconciler) SetExposure(e Exposure) {
 	r.mu.Lock()
-	changed := !r.exposure.Equal(e)
-	r.exposure = e
+	changed := !r.exposureKnown || !r.exposure.Equal(e)
+	r.exposure, r.exposureKnown = e, true
 	r.mu.Unlock()
 	if changed {
 		r.trigger()
@@ -216,6 +220,13 @@ func within(a netip.Addr, prefixes []netip.Prefix) bool {
 
 // Sync applies the desired state once.
 func (r *Reconciler) Sync(ctx context.Context) error {
+	r.mu.Lock()
+	known := r.exposureKnown
+	r.mu.Unlock()
+	if !known {
+		klog.V(2).InfoS("Node network sync deferred until the proxier has synced once")
+		return nil
+	}
 	d := r.Desired()
 	var errs []error
 	if err := r.cfg.Host.SetNeighbors(d.Neighbors); err != nil {

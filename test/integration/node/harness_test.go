@@ -272,7 +272,15 @@ func (n *node) flows(cat pipeline.Category) string {
 	return out
 }
 
-func (n *node) nft() string    { return n.w.must(n.host, "nft", "list", "table", "inet", "antrea-proxy") }
+// nft lists the agent's nftables table; "" while it does not exist yet (the node network is
+// programmed after the proxier's first sync).
+func (n *node) nft() string {
+	out, err := n.host.Exec("nft", "list", "table", "inet", "antrea-proxy")
+	if err != nil {
+		return ""
+	}
+	return out
+}
 func (n *node) routes() string { return n.w.must(n.host, "ip", "route", "show") }
 
 // dial connects from ns to addr until the echo server answers (or the deadline passes) and

@@ -27,8 +27,13 @@ func TestIntegrationTwoNodes(t *testing.T) {
 	w.echo.Start(t, b1.ns, "b1", 8080)
 	diag := func() string { return n1.diag() + "\n" + n2.diag() }
 
-	require.Contains(t, n1.routes(), "10.20.1.0/24 via 192.168.50.2 dev uplink proto 97")
-	require.Contains(t, n2.routes(), "10.20.0.0/24 via 192.168.50.1 dev uplink proto 97")
+	// Routes follow the proxier's first sync (the node network waits for it).
+	require.Eventually(t, func() bool {
+		return strings.Contains(n1.routes(), "10.20.1.0/24 via 192.168.50.2 dev uplink proto 97")
+	}, 10*time.Second, 20*time.Millisecond, "n1 never got its route to n2's podCIDR:\n%s", n1.routes())
+	require.Eventually(t, func() bool {
+		return strings.Contains(n2.routes(), "10.20.0.0/24 via 192.168.50.1 dev uplink proto 97")
+	}, 10*time.Second, 20*time.Millisecond, "n2 never got its route to n1's podCIDR")
 
 	s, c := w.dial(a1.ns, b1.ip+":8080", diag)
 	require.Equal(t, "b1", s)

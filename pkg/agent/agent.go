@@ -17,6 +17,7 @@ import (
 	"github.com/antrea-proxy/antrea-proxy/pkg/ovs/openflow/ofctl"
 	"github.com/antrea-proxy/antrea-proxy/pkg/ovs/ovsdb"
 	"github.com/antrea-proxy/antrea-proxy/pkg/proxy"
+	"github.com/antrea-proxy/antrea-proxy/pkg/proxy/metrics"
 	"github.com/antrea-proxy/antrea-proxy/pkg/proxy/model"
 )
 
@@ -54,6 +55,9 @@ func Setup(ctx context.Context, cfg *config.AgentConfig) (*Components, error) {
 		return nil, err
 	}
 	obs := newObservers(cfg, &opts)
+	if dp != nil {
+		opts.Observer = append(opts.Observer.(metrics.Observers), dp)
+	}
 	p, err := proxy.New(opts, of, ovsdb.RoundStore{Client: db, Bridge: cfg.OVSBridge})
 	if err != nil {
 		db.Close()

@@ -22,6 +22,7 @@ import (
 	"github.com/antrea-proxy/antrea-proxy/pkg/ovs/openflow"
 	"github.com/antrea-proxy/antrea-proxy/pkg/pipeline"
 	"github.com/antrea-proxy/antrea-proxy/pkg/proxy"
+	"github.com/antrea-proxy/antrea-proxy/pkg/proxy/metrics"
 )
 
 // virtualMAC is the static neighbour MAC of the virtual next hop on the gateway. It never leaves
@@ -63,6 +64,10 @@ type DataPath struct {
 
 	// Set by Start.
 	podCIDRs []netip.Prefix
+	// exposeMu guards rec and services for SyncDone, which the proxier calls from its own
+	// goroutine.
+	exposeMu sync.Mutex
+	services ServiceSource
 	rec      *nodenet.Reconciler
 	cni      *server.Server
 	wg       sync.WaitGroup
@@ -182,7 +187,9 @@ func (d *DataPath) Start(ctx context.Context, client kubernetes.Interface, servi
 	for _, n := range nodes {
 		rec.SetNode(nodeInfo(n))
 	}
-	d.rec = rec
+	d.exposeMu.Lock()
+	d.rec, d.services = rec, services
+	d.exposeMu.Unlock()
 	recMu.Unlock()
 	switch {
 	case services == nil:
@@ -327,6 +334,24 @@ func (d *DataPath) pollServices(ctx context.Context, services ServiceSource) {
 			lastSyncs = syncs
 			d.rec.SetExposure(nodenet.ExposureOf(services.Services()))
 		}
+	}
+}
+
+// QueuedUpdate and NodeUpdated make DataPath a metrics.Observer; only SyncDone matters.
+func (d *DataPath) QueuedUpdate()        {}
+func (d *DataPath) NodeUpdated(*v1.Node) {}
+
+// SyncDone updates the host rules and routes right after each successful proxier sync, so that
+// they follow the flows without waiting for the next poll.
+func (d *DataPath) SyncDone(res metrics.SyncResult) {
+	if res.Err != nil {
+		return
+	}
+	d.exposeMu.Lock()
+	rec, services := d.rec, d.services
+	d.exposeMu.Unlock()
+	if rec != nil && services != nil {
+		rec.SetExposure(nodenet.ExposureOf(services.Services()))
 	}
 }
 

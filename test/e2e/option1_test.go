@@ -163,6 +163,8 @@ func (e *option1) viaNode() func(framework.EchoReply) (bool, string) {
 // the address), and the external client's connection routed to node1 reaches a backend.
 func (e *option1) vipIntercepted(t *testing.T) {
 	e.waitIngressSeen(t, "web-vip", vipIP, corev1.LoadBalancerIPModeVIP)
+	// Programmed means the flows and the host route into OVS (which follows each sync).
+	require.NoError(t, e.sb.WaitLBApplied(context.Background(), e.ns, "web-vip", vipIP, true))
 	for _, proto := range []string{"tcp", "udp"} {
 		echoN(t, e.clientNS, proto, hostPort(vipIP.String(), 80), 5, proto+" from the client pod to the VIP",
 			fromBackend(e.backends, e.clientIP))
@@ -178,6 +180,9 @@ func (e *option1) vipIntercepted(t *testing.T) {
 // outside world; so is the external client's, which node1 just routes on.
 func (e *option1) vipNotIntercepted(t *testing.T) {
 	e.waitIngressSeen(t, "web-vip", vipIP, corev1.LoadBalancerIPModeVIP)
+	// Not programmed means no flow and no host route into OVS (a restarted agent removes the
+	// route its predecessor installed right after its first sync).
+	require.NoError(t, e.sb.WaitLBApplied(context.Background(), e.ns, "web-vip", vipIP, false))
 	for _, proto := range []string{"tcp", "udp"} {
 		echoN(t, e.clientNS, proto, hostPort(vipIP.String(), 80), 5, proto+" from the client pod to the VIP",
 			answeredBy(framework.OutsideName, e.clientNod.IP.String()))

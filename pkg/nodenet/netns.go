@@ -4,10 +4,11 @@ import (
 	"errors"
 	"fmt"
 	"os"
-	"runtime"
 
 	"github.com/vishvananda/netlink"
 	"github.com/vishvananda/netns"
+
+	"github.com/antrea-proxy/antrea-proxy/pkg/netutil"
 )
 
 // Host is a host network namespace. NetNS is its path (e.g. /var/run/netns/node1); "" is the
@@ -40,34 +41,7 @@ func (h Host) do(fn func() error) error {
 	if h.NetNS == "" {
 		return fn()
 	}
-	errc := make(chan error, 1)
-	go func() {
-		runtime.LockOSThread()
-		// The thread is unlocked only once it is back in its own namespace; otherwise it exits
-		// with this goroutine.
-		orig, err := netns.Get()
-		if err != nil {
-			errc <- fmt.Errorf("reading the thread's network namespace: %w", err)
-			return
-		}
-		defer orig.Close()
-		target, err := netns.GetFromPath(h.NetNS)
-		if err != nil {
-			errc <- fmt.Errorf("opening host network namespace %s: %w", h.NetNS, err)
-			return
-		}
-		defer target.Close()
-		if err := netns.Set(target); err != nil {
-			errc <- fmt.Errorf("entering host network namespace %s: %w", h.NetNS, err)
-			return
-		}
-		ferr := fn()
-		if err := netns.Set(orig); err == nil {
-			runtime.UnlockOSThread()
-		}
-		errc <- ferr
-	}()
-	return <-errc
+	return netutil.InNetNS(h.NetNS, fn)
 }
 
 // EnableForwarding turns IPv4 (and, when ipv6, IPv6) forwarding on in the host namespace: the

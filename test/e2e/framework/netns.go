@@ -7,13 +7,12 @@ import (
 	"net"
 	"os"
 	"os/exec"
-	"runtime"
 	"strconv"
 	"strings"
 	"syscall"
 	"time"
 
-	"github.com/vishvananda/netns"
+	"github.com/antrea-proxy/antrea-proxy/pkg/netutil"
 )
 
 // netnsDir is where `ip netns add` bind-mounts named namespaces.
@@ -102,34 +101,7 @@ func (n *NetNS) MustExec(cmds ...[]string) error {
 // Do runs fn on an OS thread that has entered the namespace. Sockets fn creates stay in the
 // namespace after fn returns. fn must not hand work to other goroutines.
 func (n *NetNS) Do(fn func() error) error {
-	errc := make(chan error, 1)
-	go func() {
-		runtime.LockOSThread()
-		orig, err := netns.Get()
-		if err != nil {
-			errc <- fmt.Errorf("reading the thread's network namespace: %w", err)
-			return
-		}
-		defer orig.Close()
-		target, err := netns.GetFromPath(n.Path())
-		if err != nil {
-			errc <- fmt.Errorf("opening network namespace %s: %w", n.Name, err)
-			return
-		}
-		defer target.Close()
-		if err := netns.Set(target); err != nil {
-			errc <- fmt.Errorf("entering network namespace %s: %w", n.Name, err)
-			return
-		}
-		ferr := fn()
-		// The thread goes back to the pool only once it is back home; otherwise it dies with
-		// this goroutine.
-		if err := netns.Set(orig); err == nil {
-			runtime.UnlockOSThread()
-		}
-		errc <- ferr
-	}()
-	return <-errc
+	return netutil.InNetNS(n.Path(), fn)
 }
 
 // Dial connects from inside the namespace, as a process in it would.

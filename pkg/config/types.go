@@ -17,7 +17,7 @@ const (
 	// DefaultHealthzBindAddress and DefaultMetricsBindAddress are kube-proxy's.
 	DefaultHealthzBindAddress = "0.0.0.0:10256"
 	DefaultMetricsBindAddress = "127.0.0.1:10249"
-	DefaultFullSyncPeriod  = 30 * time.Second
+	DefaultFullSyncPeriod     = 30 * time.Second
 
 	// NodeNameEnv is the environment variable that supplies the node name
 	// when nodeName is not set in the file.

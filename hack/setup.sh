@@ -11,6 +11,7 @@ have ovs-ofctl || need_pkgs+=(openvswitch-common)
 have ip || need_pkgs+=(iproute2)
 have ethtool || need_pkgs+=(ethtool)
 have nft || need_pkgs+=(nftables)
+have sysctl || need_pkgs+=(procps)
 have make || need_pkgs+=(make)
 have gcc || need_pkgs+=(gcc)
 

@@ -38,6 +38,11 @@ func TestNetNSCleanupKillsProcesses(t *testing.T) {
 		cmd := ns.Command(context.Background(), "sleep", "300")
 		require.NoError(t, cmd.Start())
 		go func() { exited <- cmd.Wait() }()
+		// `ip netns exec` enters the namespace after it starts: wait until sleep is inside.
+		require.Eventually(t, func() bool {
+			out, _ := runCmd(5*time.Second, "ip", "netns", "pids", name)
+			return strings.TrimSpace(out) != ""
+		}, 5*time.Second, 10*time.Millisecond, "sleep never showed up in netns %s", name)
 		require.True(t, netnsExists(t, name))
 	})
 	require.NotEmpty(t, name)

@@ -12,6 +12,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	discoveryv1 "k8s.io/api/discovery/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/util/intstr"
@@ -24,6 +25,7 @@ import (
 
 	"github.com/antrea-proxy/antrea-proxy/pkg/config"
 	"github.com/antrea-proxy/antrea-proxy/pkg/loadbalancer"
+	"github.com/antrea-proxy/antrea-proxy/pkg/loadbalancer/conditions"
 	"github.com/antrea-proxy/antrea-proxy/pkg/loadbalancer/ipam"
 	"github.com/antrea-proxy/antrea-proxy/pkg/ovs/openflow/openflowtest"
 	"github.com/antrea-proxy/antrea-proxy/pkg/proxy"
@@ -189,6 +191,14 @@ func TestControllerRBAC(t *testing.T) {
 		require.NoError(t, cs.Tracker().Update(servicesGVR, svc, "default"))
 	}
 	require.Eventually(t, func() bool { return ingress() != "" }, waitTimeout, 10*time.Millisecond, "no address allocated")
+	// Let the controller finish writing (finalizer, Serving condition) before the test changes
+	// the Service, or its in-flight update could overwrite the test's (the tracker does not
+	// check resourceVersions).
+	require.Eventually(t, func() bool {
+		svc := web()
+		return slices.Contains(svc.Finalizers, loadbalancer.Finalizer) &&
+			meta.IsStatusConditionTrue(svc.Status.Conditions, conditions.TypeServing)
+	}, waitTimeout, 10*time.Millisecond, "allocation never completed (finalizer and Serving condition)")
 	first := ingress()
 	// Released when the Service stops being a LoadBalancer, then allocated again: the same
 	// address, so the same "Allocated" Event repeats and is patched.

@@ -61,6 +61,12 @@ func (n *NodeConfig) gatewayIP(f family) netip.Addr {
 	return n.GatewayIPv6
 }
 
+// ICMPv6 neighbour discovery message types.
+const (
+	icmpv6NeighborSolicitation  uint8 = 135
+	icmpv6NeighborAdvertisement uint8 = 136
+)
+
 // ToServiceLB continues a packet into load balancing: learned session affinity flows first (they
 // only load registers, so they are resubmitted to), then ServiceLB.
 func ToServiceLB() []of.Action {
@@ -105,6 +111,15 @@ func BaseFlows(n NodeConfig) []of.Flow {
 				of.SetReg{Reg: RegSource, Value: SourceGateway, Mask: SourceMask},
 				of.GotoTable{Table: TableSNATConntrackZone},
 			}})
+	}
+	if n.IPv6 {
+		// IPv6 neighbour discovery is IPv6's ARP: like ARP it is switched, not tracked
+		// (conntrack marks neighbour solicitations and advertisements invalid).
+		for _, typ := range []uint8{icmpv6NeighborSolicitation, icmpv6NeighborAdvertisement} {
+			flows = append(flows, of.Flow{Table: TableClassifier, Priority: PriorityND, Cookie: c,
+				Match:   of.Match{EthType: of.EthTypeIPv6, IPProto: of.ProtoICMPv6, ICMPType: &typ},
+				Actions: []of.Action{of.Normal{}}})
+		}
 	}
 	for _, f := range n.families() {
 		flows = append(flows,

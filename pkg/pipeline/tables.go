@@ -98,6 +98,9 @@ const (
 
 // Priorities.
 const (
+	// PriorityND switches IPv6 neighbour discovery above every classifier flow (the gateway's
+	// anti-spoof flows use PriorityHigh).
+	PriorityND   uint16 = 220
 	PriorityHigh uint16 = 210
 	// PrioritySNATLookup re-applies SNAT to established Service connections (ConntrackState).
 	PrioritySNATLookup uint16 = 205

@@ -264,6 +264,14 @@ func canonicalMatch(m Match) Match {
 	}
 	m.CtMark = canonicalMasked(m.CtMark)
 	m.PktMark = canonicalMasked(m.PktMark)
+	if m.ICMPType != nil {
+		v := *m.ICMPType
+		m.ICMPType = &v
+	}
+	if m.ICMPCode != nil {
+		v := *m.ICMPCode
+		m.ICMPCode = &v
+	}
 	m.Regs = canonicalRegs(m.Regs, m.XXRegs)
 	m.XXRegs = nil
 	return m

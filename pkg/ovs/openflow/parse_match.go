@@ -81,6 +81,14 @@ func parseMatchToken(m *Match, key, val string, hasVal bool, tok string) error {
 		m.ARPTPA = p.Addr()
 	case "arp_op":
 		m.ARPOp, err = parseUint16(val)
+	case "icmp_type", "icmpv6_type":
+		var v uint8
+		v, err = parseUint8(val)
+		m.ICMPType = &v
+	case "icmp_code", "icmpv6_code":
+		var v uint8
+		v, err = parseUint8(val)
+		m.ICMPCode = &v
 	case "tp_src", "tcp_src", "udp_src", "sctp_src":
 		m.TpSrc, err = parseUint16(val)
 	case "tp_dst", "tcp_dst", "udp_dst", "sctp_dst":

@@ -124,6 +124,12 @@ func FormatMatch(m *Match) string {
 	if rawProto {
 		p.add("nw_proto=" + strconv.Itoa(int(m.IPProto)))
 	}
+	if m.ICMPType != nil {
+		p.add("icmp_type=" + strconv.Itoa(int(*m.ICMPType)))
+	}
+	if m.ICMPCode != nil {
+		p.add("icmp_code=" + strconv.Itoa(int(*m.ICMPCode)))
+	}
 	if m.TpSrc != 0 {
 		p.add("tp_src=" + strconv.Itoa(int(m.TpSrc)))
 	}

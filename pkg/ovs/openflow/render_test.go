@@ -27,6 +27,8 @@ func TestFormatMatchGolden(t *testing.T) {
 		{of.Match{EthType: of.EthTypeARP}, "arp"},
 		{of.Match{EthType: 0x88cc}, "dl_type=0x88cc"},
 		{of.Match{EthType: 0x42}, "dl_type=0x0042"},
+		{of.Match{EthType: of.EthTypeIPv6, IPProto: of.ProtoICMPv6, ICMPType: u8p(135)}, "icmp6,icmp_type=135"},
+		{of.Match{EthType: of.EthTypeIP, IPProto: of.ProtoICMP, ICMPType: u8p(3), ICMPCode: u8p(3)}, "icmp,icmp_type=3,icmp_code=3"},
 		{of.Match{EthType: of.EthTypeIP, IPProto: of.ProtoTCP}, "tcp"},
 		{of.Match{EthType: of.EthTypeIPv6, IPProto: of.ProtoTCP}, "tcp6"},
 		{of.Match{EthType: of.EthTypeIP, IPProto: of.ProtoUDP}, "udp"},
@@ -555,3 +557,5 @@ func TestParseFlowDumpOfRenderedCorpus(t *testing.T) {
 		t.Errorf("mismatch (-want +got):\n%s", d)
 	}
 }
+
+func u8p(v uint8) *uint8 { return &v }

@@ -87,15 +87,19 @@ type Match struct {
 	// Src and Dst are IPv4 or IPv6 prefixes, according to EthType. Invalid (zero) means any.
 	Src, Dst netip.Prefix
 	// ARPTPA matches the target protocol address of an ARP packet (EthType ARP).
-	ARPTPA  netip.Addr
-	ARPOp   uint16 // 0 matches any.
-	TpSrc   uint16 // 0 matches any; requires IPProto TCP, UDP or SCTP.
-	TpDst   uint16
-	CtState *CtState
-	CtMark  *Masked32
-	Regs    []RegMatch
-	XXRegs  []XXRegMatch
-	PktMark *Masked32
+	ARPTPA netip.Addr
+	ARPOp  uint16 // 0 matches any.
+	TpSrc  uint16 // 0 matches any; requires IPProto TCP, UDP or SCTP.
+	// ICMPType and ICMPCode match ICMP or ICMPv6 type and code (nil matches any); they require
+	// IPProto ICMP (IPv4) or ICMPv6 (IPv6).
+	ICMPType *uint8
+	ICMPCode *uint8
+	TpDst    uint16
+	CtState  *CtState
+	CtMark   *Masked32
+	Regs     []RegMatch
+	XXRegs   []XXRegMatch
+	PktMark  *Masked32
 }
 
 // Flow is one OpenFlow flow entry.

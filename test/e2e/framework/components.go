@@ -42,7 +42,8 @@ func (cp *ControlPlane) writeCerts() error {
 	if err := os.WriteFile(cp.CAFile, ca.CertPEM, 0o644); err != nil {
 		return fmt.Errorf("writing the CA certificate: %w", err)
 	}
-	kubernetesIP, err := firstIP(cp.ServiceCIDR)
+	// The kubernetes Service's ClusterIP comes from the first (primary) service range.
+	kubernetesIP, err := firstIP(splitCIDRs(cp.ServiceCIDR)[0])
 	if err != nil {
 		return err
 	}
@@ -228,7 +229,6 @@ func (cp *ControlPlane) startControllerManager() error {
 		"--allocate-node-cidrs=true",
 		"--cluster-cidr=" + cp.ClusterCIDR,
 		"--service-cluster-ip-range=" + cp.ServiceCIDR,
-		"--node-cidr-mask-size=" + strconv.Itoa(cp.opts.NodeCIDRMaskSize),
 		"--configure-cloud-routes=false",
 		"--use-service-account-credentials=true",
 		"--root-ca-file=" + cp.CAFile,
@@ -236,6 +236,14 @@ func (cp *ControlPlane) startControllerManager() error {
 		"--leader-elect=false",
 		"--profiling=false",
 		"--v=2",
+	}
+	if len(splitCIDRs(cp.ClusterCIDR)) > 1 {
+		// nodeipam refuses --node-cidr-mask-size with dual-stack cluster CIDRs.
+		args = append(args,
+			"--node-cidr-mask-size-ipv4="+strconv.Itoa(cp.opts.NodeCIDRMaskSize),
+			"--node-cidr-mask-size-ipv6="+strconv.Itoa(cp.opts.NodeCIDRMaskSizeIPv6))
+	} else {
+		args = append(args, "--node-cidr-mask-size="+strconv.Itoa(cp.opts.NodeCIDRMaskSize))
 	}
 	p, err := cp.launch("kube-controller-manager", append(args, cp.opts.ExtraControllerManagerArgs...))
 	if err != nil {

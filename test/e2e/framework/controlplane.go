@@ -28,6 +28,13 @@ type ControlPlaneOptions struct {
 	ClusterCIDR string
 	// NodeCIDRMaskSize is the prefix length of each Node's podCIDR. Default 24.
 	NodeCIDRMaskSize int
+	// DualStack makes the cluster IPv4/IPv6 dual-stack: ServiceCIDR and ClusterCIDR default to
+	// DualStackServiceCIDR and DualStackClusterCIDR ("v4,v6" lists), and nodeipam gives every
+	// Node an IPv4 podCIDR of NodeCIDRMaskSize bits and an IPv6 one of NodeCIDRMaskSizeIPv6 bits.
+	DualStack bool
+	// NodeCIDRMaskSizeIPv6 is the prefix length of each Node's IPv6 podCIDR with DualStack.
+	// Default 64.
+	NodeCIDRMaskSizeIPv6 int
 	// ExtraServingIPs and ExtraServingNames are added to kube-apiserver's serving certificate, for
 	// clients that reach it through another address.
 	ExtraServingIPs   []net.IP
@@ -40,12 +47,27 @@ type ControlPlaneOptions struct {
 	StartTimeout time.Duration
 }
 
+// Dual-stack defaults (ULA ranges; see ControlPlaneOptions.DualStack).
+const (
+	DualStackServiceCIDR = "10.96.0.0/16,fd00:10:96::/112"
+	DualStackClusterCIDR = "10.244.0.0/16,fd00:10:244::/56"
+)
+
 func (o *ControlPlaneOptions) defaults() {
 	if o.ServiceCIDR == "" {
 		o.ServiceCIDR = "10.96.0.0/16"
+		if o.DualStack {
+			o.ServiceCIDR = DualStackServiceCIDR
+		}
 	}
 	if o.ClusterCIDR == "" {
 		o.ClusterCIDR = "10.244.0.0/16"
+		if o.DualStack {
+			o.ClusterCIDR = DualStackClusterCIDR
+		}
+	}
+	if o.NodeCIDRMaskSizeIPv6 == 0 {
+		o.NodeCIDRMaskSizeIPv6 = 64
 	}
 	if o.NodeCIDRMaskSize == 0 {
 		o.NodeCIDRMaskSize = 24
@@ -67,7 +89,8 @@ type ControlPlane struct {
 	// APIServerURL is https://127.0.0.1:<port>.
 	APIServerURL string
 	// EtcdURL is http://127.0.0.1:<port> (loopback only; kube-apiserver is its only client).
-	EtcdURL                  string
+	EtcdURL string
+	// ServiceCIDR and ClusterCIDR are the flags' values: one CIDR, or "v4,v6" when dual-stack.
 	ServiceCIDR, ClusterCIDR string
 	// CA signs every certificate of the sandbox and is kube-apiserver's client CA; CAFile is it on disk.
 	CA     *CertAuthority
@@ -292,4 +315,20 @@ func (cp *ControlPlane) ClientFor(t testing.TB, user string, groups ...string) (
 		t.Fatalf("building a clientset for user %q: %v", user, err)
 	}
 	return cs, cfg
+}
+
+// ClusterCIDRs is ClusterCIDR split into its CIDRs (one per family).
+func (cp *ControlPlane) ClusterCIDRs() []string { return splitCIDRs(cp.ClusterCIDR) }
+
+// DualStack reports whether the control plane was started dual-stack.
+func (cp *ControlPlane) DualStack() bool { return cp.opts.DualStack }
+
+func splitCIDRs(list string) []string {
+	var out []string
+	for _, c := range strings.Split(list, ",") {
+		if c = strings.TrimSpace(c); c != "" {
+			out = append(out, c)
+		}
+	}
+	return out
 }

@@ -353,7 +353,10 @@ func (k *Kubelet) writeStatus(ctx context.Context, pod *corev1.Pod, rt *podRunti
 		st := &cur.Status
 		st.Phase = corev1.PodRunning
 		st.HostIP = k.node.IP.String()
-		st.HostIPs = []corev1.HostIP{{IP: k.node.IP.String()}}
+		st.HostIPs = nil
+		for _, ip := range k.node.HostIPs() {
+			st.HostIPs = append(st.HostIPs, corev1.HostIP{IP: ip.String()})
+		}
 		st.PodIP = rt.ips[0]
 		st.PodIPs = nil
 		for _, ip := range rt.ips {

@@ -24,6 +24,22 @@ var (
 	ProxyRange = netip.MustParsePrefix("172.18.1.0/24")
 )
 
+// IPv6 underlay addresses of a dual-stack sandbox (SandboxOptions.DualStack), ULA, on the same
+// Linux bridge as the IPv4 ones.
+var (
+	UnderlaySubnet6 = netip.MustParsePrefix("fd00:77::/64")
+	RouterIP6       = netip.MustParseAddr("fd00:77::1")
+	ClientIP6       = netip.MustParseAddr("fd00:77::100")
+)
+
+// NodeIP6 is the IPv6 underlay address of the i-th node (0-based) in a dual-stack sandbox:
+// fd00:77::11, ::12, ...
+func NodeIP6(i int) netip.Addr {
+	a := UnderlaySubnet6.Addr().As16()
+	a[15] = byte(0x11 + i)
+	return netip.AddrFrom16(a)
+}
+
 // NodeIP is the underlay address of the i-th node (0-based): 192.168.77.11, .12, ...
 func NodeIP(i int) netip.Addr {
 	a := UnderlaySubnet.Addr().As4()
@@ -108,6 +124,37 @@ func (nw *Network) Attach(ns *NetNS, tag string, addr netip.Addr) error {
 		[]string{"ethtool", "-K", "eth0", "tx", "off"},
 	); err != nil {
 		return fmt.Errorf("underlay: attaching %s: %w", ns.Name, err)
+	}
+	return nil
+}
+
+// EnableIPv6 gives the router and the client their IPv6 underlay addresses (the router
+// forwarding IPv6, the client routing through it): the IPv6 half of a dual-stack underlay.
+func (nw *Network) EnableIPv6() error {
+	if err := nw.AttachIPv6(nw.Router, RouterIP6, netip.Addr{}); err != nil {
+		return err
+	}
+	if err := nw.Router.Do(func() error {
+		return os.WriteFile("/proc/sys/net/ipv6/conf/all/forwarding", []byte("1\n"), 0o644)
+	}); err != nil {
+		return fmt.Errorf("router: enabling IPv6 forwarding: %w", err)
+	}
+	return nw.AttachIPv6(nw.Client, ClientIP6, RouterIP6)
+}
+
+// AttachIPv6 adds addr (in UnderlaySubnet6) to the eth0 of ns, which Attach connected, without
+// duplicate address detection (so it is usable at once), and a default IPv6 route via gw when
+// gw is valid.
+func (nw *Network) AttachIPv6(ns *NetNS, addr, gw netip.Addr) error {
+	cmds := [][]string{
+		{"sysctl", "-q", "-w", "net.ipv6.conf.eth0.accept_dad=0"},
+		{"ip", "-6", "addr", "add", fmt.Sprintf("%s/%d", addr, UnderlaySubnet6.Bits()), "dev", "eth0", "nodad"},
+	}
+	if gw.IsValid() {
+		cmds = append(cmds, []string{"ip", "-6", "route", "add", "default", "via", gw.String()})
+	}
+	if err := ns.MustExec(cmds...); err != nil {
+		return fmt.Errorf("underlay: IPv6 on %s: %w", ns.Name, err)
 	}
 	return nil
 }

@@ -35,7 +35,10 @@ type Node struct {
 	Name string
 	// IP is the node's underlay address, its Node's InternalIP.
 	IP netip.Addr
-	NS *NetNS
+	// IP6 is the node's IPv6 underlay address, its Node's second InternalIP, in a dual-stack
+	// sandbox; the zero Addr otherwise.
+	IP6 netip.Addr
+	NS  *NetNS
 	// OVS runs inside NS.
 	OVS *ovssandbox.Instance
 	// Dir holds the node's kubeconfig, antrea-agent.conf, sockets and CNI state.
@@ -44,8 +47,10 @@ type Node struct {
 	ConfPath   string
 	// API reads the agent's API socket.
 	API *AgentAPI
-	// PodCIDR is what nodeipam gave the Node.
+	// PodCIDR is what nodeipam gave the Node (its first podCIDR).
 	PodCIDR string
+	// PodCIDRs are all of the Node's podCIDRs (IPv4 and IPv6 in a dual-stack sandbox).
+	PodCIDRs []string
 	// Kubelet runs the node's pods.
 	Kubelet *Kubelet
 
@@ -76,6 +81,12 @@ func (s *Sandbox) addNode(t testing.TB, i int) (*Node, error) {
 	}
 	if err := ns.MustExec([]string{"ip", "route", "add", "default", "via", RouterIP.String()}); err != nil {
 		return nil, err
+	}
+	if s.dualStack {
+		n.IP6 = NodeIP6(i)
+		if err := s.Net.AttachIPv6(ns, n.IP6, RouterIP6); err != nil {
+			return nil, err
+		}
 	}
 	apiserver, err := hostPortOf(s.CP.APIServerURL)
 	if err != nil {
@@ -122,10 +133,11 @@ func (n *Node) register() error {
 			return err
 		}
 		now := metav1.Now()
-		cur.Status.Addresses = []corev1.NodeAddress{
-			{Type: corev1.NodeInternalIP, Address: n.IP.String()},
-			{Type: corev1.NodeHostName, Address: n.Name},
+		cur.Status.Addresses = []corev1.NodeAddress{{Type: corev1.NodeInternalIP, Address: n.IP.String()}}
+		if n.IP6.IsValid() {
+			cur.Status.Addresses = append(cur.Status.Addresses, corev1.NodeAddress{Type: corev1.NodeInternalIP, Address: n.IP6.String()})
 		}
+		cur.Status.Addresses = append(cur.Status.Addresses, corev1.NodeAddress{Type: corev1.NodeHostName, Address: n.Name})
 		cur.Status.Conditions = []corev1.NodeCondition{{
 			Type: corev1.NodeReady, Status: corev1.ConditionTrue, Reason: "KubeletReady",
 			Message: "e2e sandbox node", LastHeartbeatTime: now, LastTransitionTime: now,
@@ -144,7 +156,10 @@ func (n *Node) register() error {
 		if err != nil {
 			return false, err.Error(), nil
 		}
-		n.PodCIDR = got.Spec.PodCIDR
+		n.PodCIDR, n.PodCIDRs = got.Spec.PodCIDR, got.Spec.PodCIDRs
+		if n.s.dualStack && len(n.PodCIDRs) < 2 {
+			return false, fmt.Sprintf("spec.podCIDRs is %v, want one per family", n.PodCIDRs), nil
+		}
 		return n.PodCIDR != "", "spec.podCIDR is empty", nil
 	})
 }
@@ -182,7 +197,7 @@ func (n *Node) agentConfig(opts AgentOptions) *config.AgentConfig {
 			CNISocket:      filepath.Join(n.Dir, "cni.sock"),
 			CNIStateDir:    filepath.Join(n.Dir, "cni-state"),
 			CNIDelSpoolDir: filepath.Join(n.Dir, "cni-del-spool"),
-			ClusterCIDRs:   []string{n.s.CP.ClusterCIDR},
+			ClusterCIDRs:   n.s.CP.ClusterCIDRs(),
 		},
 	}
 }
@@ -257,6 +272,14 @@ func (n *Node) Flows() string {
 		return err.Error()
 	}
 	return out
+}
+
+// HostIPs are the node's underlay addresses: IP, then IP6 in a dual-stack sandbox.
+func (n *Node) HostIPs() []netip.Addr {
+	if n.IP6.IsValid() {
+		return []netip.Addr{n.IP, n.IP6}
+	}
+	return []netip.Addr{n.IP}
 }
 
 // copyOVSLogs copies the OVS daemons' logs into the sandbox's log directory.

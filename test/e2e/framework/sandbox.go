@@ -30,6 +30,10 @@ type SandboxOptions struct {
 	// Agent configures the node agents; RestartAgents changes it later.
 	Agent        AgentOptions
 	ControlPlane ControlPlaneOptions
+	// DualStack makes an IPv4/IPv6 dual-stack sandbox: the control plane runs dual-stack
+	// (ControlPlaneOptions.DualStack), and the nodes, the router and the client also get IPv6
+	// underlay addresses (UnderlaySubnet6); Nodes have an InternalIP of each family.
+	DualStack bool
 }
 
 // Sandbox is a whole cluster on one machine: the control plane, an underlay with an external
@@ -52,6 +56,8 @@ type Sandbox struct {
 	procs []*process
 	lbSeq int
 	agent AgentOptions
+	// dualStack is SandboxOptions.DualStack.
+	dualStack bool
 	// extraDirs are removed, besides Dir, if the process is interrupted (the control plane's
 	// and the OVS instances' directories).
 	extraDirs []string
@@ -82,7 +88,10 @@ func StartSandbox(t testing.TB, opts SandboxOptions) *Sandbox {
 	if err := os.WriteFile(filepath.Join(dir, ownerPIDFile), []byte(strconv.Itoa(os.Getpid())), 0o644); err != nil {
 		t.Fatalf("writing the sandbox owner pid: %v", err)
 	}
-	s := &Sandbox{ID: id, NSPrefix: "e2e" + id + "-", Dir: dir, agent: opts.Agent}
+	s := &Sandbox{ID: id, NSPrefix: "e2e" + id + "-", Dir: dir, agent: opts.Agent, dualStack: opts.DualStack}
+	if opts.DualStack {
+		opts.ControlPlane.DualStack = true
+	}
 	// Registered first, so it runs last: after every process is stopped, remove the namespaces.
 	t.Cleanup(func() {
 		for _, name := range listNetNS(s.NSPrefix) {
@@ -126,6 +135,11 @@ func (s *Sandbox) start(t testing.TB, opts SandboxOptions) error {
 	var err error
 	if s.Net, err = newNetwork(s.newNS); err != nil {
 		return err
+	}
+	if s.dualStack {
+		if err := s.Net.EnableIPv6(); err != nil {
+			return err
+		}
 	}
 	for i := 0; i < opts.Nodes; i++ {
 		n, err := s.addNode(t, i)

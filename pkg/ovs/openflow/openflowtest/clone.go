@@ -42,6 +42,8 @@ func cloneMatch(m *openflow.Match) openflow.Match {
 	out.CtState = clonePtr(m.CtState)
 	out.CtMark = clonePtr(m.CtMark)
 	out.PktMark = clonePtr(m.PktMark)
+	out.ICMPType = clonePtr(m.ICMPType)
+	out.ICMPCode = clonePtr(m.ICMPCode)
 	out.Regs = cloneSlice(m.Regs)
 	out.XXRegs = cloneSlice(m.XXRegs)
 	return out

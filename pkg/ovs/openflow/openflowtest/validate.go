@@ -143,6 +143,9 @@ func validateMatch(m *openflow.Match) error {
 			return fmt.Errorf("tp_src/tp_dst require ip_proto tcp, udp or sctp, have %d (%w)", m.IPProto, ErrBadPrereq)
 		}
 	}
+	if (m.ICMPType != nil || m.ICMPCode != nil) && m.IPProto != openflow.ProtoICMP && m.IPProto != openflow.ProtoICMPv6 {
+		return fmt.Errorf("icmp_type/icmp_code require ip_proto icmp or icmpv6, have %d (%w)", m.IPProto, ErrBadPrereq)
+	}
 	if err := validatePrefix("src", m.Src, m.EthType); err != nil {
 		return err
 	}

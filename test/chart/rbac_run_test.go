@@ -204,7 +204,16 @@ func TestControllerRBAC(t *testing.T) {
 	// address, so the same "Allocated" Event repeats and is patched.
 	setType(corev1.ServiceTypeClusterIP)
 	require.Eventually(t, func() bool {
-		return ingress() == "" && !slices.Contains(web().Finalizers, loadbalancer.Finalizer)
+		svc := web()
+		if svc.Spec.Type != corev1.ServiceTypeClusterIP {
+			// The tracker has no resourceVersion conflicts: a controller write based on an older
+			// copy can undo the test's change. A real API server would reject that write.
+			svc = svc.DeepCopy()
+			svc.Spec.Type = corev1.ServiceTypeClusterIP
+			_ = cs.Tracker().Update(servicesGVR, svc, "default")
+			return false
+		}
+		return ingress() == "" && !slices.Contains(svc.Finalizers, loadbalancer.Finalizer)
 	}, waitTimeout, 10*time.Millisecond, "address not released")
 	setType(corev1.ServiceTypeLoadBalancer)
 	require.Eventually(t, func() bool { return ingress() == first }, waitTimeout, 10*time.Millisecond, "address not allocated again")

@@ -4,8 +4,6 @@ import (
 	"fmt"
 	"time"
 
-	v1 "k8s.io/api/core/v1"
-	discovery "k8s.io/api/discovery/v1"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/apimachinery/pkg/util/sets"
 	"k8s.io/client-go/tools/cache"
@@ -75,73 +73,47 @@ func (t *Tracker) Drain() Drained {
 // ServiceHandler returns informer event handlers feeding the Service tracker. Objects that are
 // not Services, including tombstones holding something else, are logged and ignored.
 func (t *Tracker) ServiceHandler() cache.ResourceEventHandlerFuncs {
-	return cache.ResourceEventHandlerFuncs{
-		AddFunc: func(obj any) {
-			if svc, ok := asService(obj); ok {
-				t.Services.OnServiceAdd(svc)
-			}
-		},
-		UpdateFunc: func(oldObj, newObj any) {
-			oldSvc, ok1 := asService(oldObj)
-			newSvc, ok2 := asService(newObj)
-			if ok1 && ok2 {
-				t.Services.OnServiceUpdate(oldSvc, newSvc)
-			}
-		},
-		DeleteFunc: func(obj any) {
-			if svc, ok := asService(unwrapTombstone(obj)); ok {
-				t.Services.OnServiceDelete(svc)
-			}
-		},
-	}
+	return handler("Service", t.Services.OnServiceAdd, t.Services.OnServiceUpdate, t.Services.OnServiceDelete)
 }
 
 // EndpointSliceHandler returns informer event handlers feeding the endpoints tracker.
 func (t *Tracker) EndpointSliceHandler() cache.ResourceEventHandlerFuncs {
+	return handler("EndpointSlice", t.Endpoints.OnEndpointSliceAdd, t.Endpoints.OnEndpointSliceUpdate, t.Endpoints.OnEndpointSliceDelete)
+}
+
+// handler adapts typed add, update and delete callbacks to informer event handlers: deletes
+// are unwrapped from tombstones, and objects of another type are logged and ignored.
+func handler[T any](kind string, add func(*T), update func(oldObj, newObj *T), del func(*T)) cache.ResourceEventHandlerFuncs {
+	as := func(obj any) (*T, bool) {
+		o, ok := obj.(*T)
+		if !ok || o == nil {
+			klog.ErrorS(nil, "Ignoring unexpected object in "+kind+" event handler", "type", typeName(obj))
+			return nil, false
+		}
+		return o, true
+	}
 	return cache.ResourceEventHandlerFuncs{
 		AddFunc: func(obj any) {
-			if s, ok := asSlice(obj); ok {
-				t.Endpoints.OnEndpointSliceAdd(s)
+			if o, ok := as(obj); ok {
+				add(o)
 			}
 		},
 		UpdateFunc: func(oldObj, newObj any) {
-			oldS, ok1 := asSlice(oldObj)
-			newS, ok2 := asSlice(newObj)
+			o1, ok1 := as(oldObj)
+			o2, ok2 := as(newObj)
 			if ok1 && ok2 {
-				t.Endpoints.OnEndpointSliceUpdate(oldS, newS)
+				update(o1, o2)
 			}
 		},
 		DeleteFunc: func(obj any) {
-			if s, ok := asSlice(unwrapTombstone(obj)); ok {
-				t.Endpoints.OnEndpointSliceDelete(s)
+			if ts, ok := obj.(cache.DeletedFinalStateUnknown); ok {
+				obj = ts.Obj
+			}
+			if o, ok := as(obj); ok {
+				del(o)
 			}
 		},
 	}
-}
-
-func unwrapTombstone(obj any) any {
-	if ts, ok := obj.(cache.DeletedFinalStateUnknown); ok {
-		return ts.Obj
-	}
-	return obj
-}
-
-func asService(obj any) (*v1.Service, bool) {
-	svc, ok := obj.(*v1.Service)
-	if !ok || svc == nil {
-		klog.ErrorS(nil, "Ignoring unexpected object in Service event handler", "type", typeName(obj))
-		return nil, false
-	}
-	return svc, true
-}
-
-func asSlice(obj any) (*discovery.EndpointSlice, bool) {
-	s, ok := obj.(*discovery.EndpointSlice)
-	if !ok || s == nil {
-		klog.ErrorS(nil, "Ignoring unexpected object in EndpointSlice event handler", "type", typeName(obj))
-		return nil, false
-	}
-	return s, true
 }
 
 func typeName(obj any) string { return fmt.Sprintf("%T", obj) }

@@ -41,11 +41,11 @@ func NewNetNS(t testing.TB, prefix string) *NetNS {
 		prefix = prefix[:8]
 	}
 	ns := &NetNS{Name: prefix + "-" + randomSuffix(6)}
-	if out, err := runCmd(10*time.Second, "ip", "netns", "add", ns.Name); err != nil {
+	if out, err := RunCmd(10*time.Second, "ip", "netns", "add", ns.Name); err != nil {
 		t.Fatalf("creating netns %s: %v: %s", ns.Name, err, out)
 	}
 	t.Cleanup(func() { ns.destroy(t) })
-	if out, err := runCmd(10*time.Second, "ip", "-n", ns.Name, "link", "set", "lo", "up"); err != nil {
+	if out, err := RunCmd(10*time.Second, "ip", "-n", ns.Name, "link", "set", "lo", "up"); err != nil {
 		t.Fatalf("netns %s: bringing lo up: %v: %s", ns.Name, err, out)
 	}
 	return ns
@@ -54,7 +54,7 @@ func NewNetNS(t testing.TB, prefix string) *NetNS {
 func (ns *NetNS) destroy(t testing.TB) {
 	// Kill whatever still runs inside, then delete; retry briefly while processes exit.
 	for attempt := 0; attempt < 50; attempt++ {
-		out, _ := runCmd(5*time.Second, "ip", "netns", "pids", ns.Name)
+		out, _ := RunCmd(5*time.Second, "ip", "netns", "pids", ns.Name)
 		for _, f := range strings.Fields(out) {
 			if pid, err := strconv.Atoi(f); err == nil && pid != os.Getpid() {
 				_ = syscall.Kill(pid, syscall.SIGKILL)
@@ -65,7 +65,7 @@ func (ns *NetNS) destroy(t testing.TB) {
 		}
 		time.Sleep(20 * time.Millisecond)
 	}
-	if out, err := runCmd(10*time.Second, "ip", "netns", "del", ns.Name); err != nil {
+	if out, err := RunCmd(10*time.Second, "ip", "netns", "del", ns.Name); err != nil {
 		t.Errorf("deleting netns %s: %v: %s", ns.Name, err, out)
 	}
 }
@@ -73,7 +73,7 @@ func (ns *NetNS) destroy(t testing.TB) {
 // Exec runs a command inside the namespace (bounded to one minute) and returns its combined
 // output.
 func (ns *NetNS) Exec(args ...string) (string, error) {
-	return runCmd(time.Minute, "ip", append([]string{"netns", "exec", ns.Name}, args...)...)
+	return RunCmd(time.Minute, "ip", append([]string{"netns", "exec", ns.Name}, args...)...)
 }
 
 // Command returns an unstarted command that runs inside the namespace.
@@ -81,8 +81,8 @@ func (ns *NetNS) Command(ctx context.Context, args ...string) *exec.Cmd {
 	return exec.CommandContext(ctx, "ip", append([]string{"netns", "exec", ns.Name}, args...)...)
 }
 
-// runCmd runs name with args, bounded in time, and returns its combined output.
-func runCmd(timeout time.Duration, name string, args ...string) (string, error) {
+// RunCmd runs name with args, bounded in time, and returns its combined output.
+func RunCmd(timeout time.Duration, name string, args ...string) (string, error) {
 	ctx, cancel := context.WithTimeout(context.Background(), timeout)
 	defer cancel()
 	var out bytes.Buffer
@@ -137,7 +137,7 @@ func AttachVeth(t testing.TB, o *Instance, bridge string, ns *NetNS, cfg VethCon
 	}
 	must := func(what, name string, args ...string) string {
 		t.Helper()
-		out, err := runCmd(30*time.Second, name, args...)
+		out, err := RunCmd(30*time.Second, name, args...)
 		if err != nil {
 			t.Fatalf("attaching %s to %s/%s: %s: %v: %s", ns.Name, bridge, v.HostIf, what, err, out)
 		}
@@ -146,7 +146,7 @@ func AttachVeth(t testing.TB, o *Instance, bridge string, ns *NetNS, cfg VethCon
 	must("creating veth pair", "ip", host("link", "add", v.HostIf, "type", "veth", "peer", "name", cfg.IfName, "netns", ns.Name)...)
 	t.Cleanup(func() {
 		_, _ = o.Vsctl("--if-exists", "del-port", bridge, v.HostIf)
-		_, _ = runCmd(10*time.Second, "ip", host("link", "del", v.HostIf)...)
+		_, _ = RunCmd(10*time.Second, "ip", host("link", "del", v.HostIf)...)
 	})
 	if cfg.MAC != nil {
 		must("setting MAC", "ip", "-n", ns.Name, "link", "set", cfg.IfName, "address", cfg.MAC.String())
@@ -213,7 +213,7 @@ func waitOFPort(o *Instance, ifName string, d time.Duration) (uint32, error) {
 
 // linkMAC returns the MAC address of ifName inside namespace ns.
 func linkMAC(ns, ifName string) (net.HardwareAddr, error) {
-	out, err := runCmd(10*time.Second, "ip", "-n", ns, "-j", "link", "show", "dev", ifName)
+	out, err := RunCmd(10*time.Second, "ip", "-n", ns, "-j", "link", "show", "dev", ifName)
 	if err != nil {
 		return nil, fmt.Errorf("reading MAC of %s: %w: %s", ifName, err, out)
 	}

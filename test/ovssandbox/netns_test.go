@@ -12,7 +12,7 @@ import (
 
 func netnsExists(t *testing.T, name string) bool {
 	t.Helper()
-	out, err := runCmd(10*time.Second, "ip", "netns", "list")
+	out, err := RunCmd(10*time.Second, "ip", "netns", "list")
 	require.NoError(t, err)
 	for _, l := range strings.Split(out, "\n") {
 		if f := strings.Fields(l); len(f) > 0 && f[0] == name {
@@ -40,7 +40,7 @@ func TestNetNSCleanupKillsProcesses(t *testing.T) {
 		go func() { exited <- cmd.Wait() }()
 		// `ip netns exec` enters the namespace after it starts: wait until sleep is inside.
 		require.Eventually(t, func() bool {
-			out, _ := runCmd(5*time.Second, "ip", "netns", "pids", name)
+			out, _ := RunCmd(5*time.Second, "ip", "netns", "pids", name)
 			return strings.TrimSpace(out) != ""
 		}, 5*time.Second, 10*time.Millisecond, "sleep never showed up in netns %s", name)
 		require.True(t, netnsExists(t, name))

@@ -1,18 +1,17 @@
 package framework
 
 import (
-	"bytes"
 	"context"
 	"fmt"
 	"net"
 	"os"
-	"os/exec"
 	"strconv"
 	"strings"
 	"syscall"
 	"time"
 
 	"github.com/antrea-proxy/antrea-proxy/pkg/netutil"
+	"github.com/antrea-proxy/antrea-proxy/test/ovssandbox"
 )
 
 // netnsDir is where `ip netns add` bind-mounts named namespaces.
@@ -31,10 +30,10 @@ func createNetNS(name string) (*NetNS, error) {
 	if len(name) > 15 {
 		return nil, fmt.Errorf("network namespace name %q is longer than 15 characters", name)
 	}
-	if out, err := run(10*time.Second, "ip", "netns", "add", name); err != nil {
+	if out, err := ovssandbox.RunCmd(10*time.Second, "ip", "netns", "add", name); err != nil {
 		return nil, fmt.Errorf("creating network namespace %s: %w: %s", name, err, out)
 	}
-	if out, err := run(10*time.Second, "ip", "-n", name, "link", "set", "lo", "up"); err != nil {
+	if out, err := ovssandbox.RunCmd(10*time.Second, "ip", "-n", name, "link", "set", "lo", "up"); err != nil {
 		_ = deleteNetNS(name)
 		return nil, fmt.Errorf("network namespace %s: bringing lo up: %w: %s", name, err, out)
 	}
@@ -50,7 +49,7 @@ func deleteNetNS(name string) error {
 	self := os.Getpid()
 	deadline := time.Now().Add(10 * time.Second)
 	for {
-		out, _ := run(5*time.Second, "ip", "netns", "pids", name)
+		out, _ := ovssandbox.RunCmd(5*time.Second, "ip", "netns", "pids", name)
 		pids := strings.Fields(out)
 		for _, f := range pids {
 			if pid, err := strconv.Atoi(f); err == nil && pid != self {
@@ -62,7 +61,7 @@ func deleteNetNS(name string) error {
 		}
 		time.Sleep(20 * time.Millisecond) // processes take a moment to exit after SIGKILL
 	}
-	if out, err := run(10*time.Second, "ip", "netns", "del", name); err != nil {
+	if out, err := ovssandbox.RunCmd(10*time.Second, "ip", "netns", "del", name); err != nil {
 		return fmt.Errorf("deleting network namespace %s: %w: %s", name, err, out)
 	}
 	return nil
@@ -85,7 +84,7 @@ func listNetNS(prefix string) []string {
 
 // Exec runs a command inside the namespace (bounded to one minute) and returns its combined output.
 func (n *NetNS) Exec(args ...string) (string, error) {
-	return run(time.Minute, "ip", append([]string{"netns", "exec", n.Name}, args...)...)
+	return ovssandbox.RunCmd(time.Minute, "ip", append([]string{"netns", "exec", n.Name}, args...)...)
 }
 
 // MustExec runs commands inside the namespace and returns the first failure, naming it.
@@ -131,17 +130,4 @@ func (n *NetNS) Listen(network, addr string) (net.Listener, error) {
 		return nil, fmt.Errorf("listening on %s %s in netns %s: %w", network, addr, n.Name, err)
 	}
 	return l, nil
-}
-
-// run runs name with args, bounded in time, and returns its combined output.
-func run(timeout time.Duration, name string, args ...string) (string, error) {
-	ctx, cancel := context.WithTimeout(context.Background(), timeout)
-	defer cancel()
-	var out bytes.Buffer
-	cmd := exec.CommandContext(ctx, name, args...)
-	cmd.Stdout, cmd.Stderr = &out, &out
-	if err := cmd.Run(); err != nil {
-		return out.String(), fmt.Errorf("%s %s: %w", name, strings.Join(args, " "), err)
-	}
-	return out.String(), nil
 }

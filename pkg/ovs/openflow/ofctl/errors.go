@@ -233,3 +233,6 @@ func consistentWith(op *openflow.Op, e *switchError) bool {
 		return true
 	}
 }
+
+// OpIndex implements openflow.OpIndexer.
+func (e *RejectedOpError) OpIndex() int { return e.Index }

@@ -332,3 +332,6 @@ func groupRefs(actions []openflow.Action) []uint32 {
 	}
 	return ids
 }
+
+// OpIndex implements openflow.OpIndexer.
+func (e *OpError) OpIndex() int { return e.Index }

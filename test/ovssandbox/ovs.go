@@ -154,17 +154,86 @@ func (o *Instance) start() error {
 	if out, err := o.Vsctl("--no-wait", "init"); err != nil {
 		return fmt.Errorf("ovs-vsctl init: %v: %s", err, out)
 	}
+	return o.startVSwitchd()
+}
+
+func (o *Instance) startVSwitchd() error {
+	ctl := filepath.Join(o.RunDir, "ovs-vswitchd.ctl")
+	_ = os.Remove(ctl)
 	o.vswitchd = o.command("ovs-vswitchd", o.DBSocket(),
-		"--unixctl="+filepath.Join(o.RunDir, "ovs-vswitchd.ctl"),
+		"--unixctl="+ctl,
 		"--log-file="+filepath.Join(o.RunDir, "ovs-vswitchd.log"),
 		"--pidfile="+filepath.Join(o.RunDir, "ovs-vswitchd.pid"))
 	if err := o.vswitchd.Start(); err != nil {
 		return fmt.Errorf("ovs-vswitchd: %w", err)
 	}
-	if err := waitFor(filepath.Join(o.RunDir, "ovs-vswitchd.ctl"), 10*time.Second); err != nil {
+	if err := waitListening(ctl, 10*time.Second); err != nil {
 		return fmt.Errorf("ovs-vswitchd control socket: %w", err)
 	}
 	return nil
+}
+
+// VSwitchdPID returns the process ID of the running ovs-vswitchd (0 when none runs).
+func (o *Instance) VSwitchdPID() int {
+	if o.vswitchd == nil || o.vswitchd.Process == nil {
+		return 0
+	}
+	return o.vswitchd.Process.Pid
+}
+
+// VSwitchdAlive reports whether the ovs-vswitchd this instance started is still running (it
+// may have aborted on its own, e.g. on an assertion).
+func (o *Instance) VSwitchdAlive() bool {
+	pid := o.VSwitchdPID()
+	if pid == 0 {
+		return false
+	}
+	b, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", pid))
+	if err != nil {
+		return false
+	}
+	// Field 3 is the state; a zombie (Z) has exited but was not reaped yet.
+	f := strings.Fields(string(b))
+	return len(f) > 2 && f[2] != "Z"
+}
+
+// KillVSwitchd kills ovs-vswitchd with SIGKILL, as an OOM kill or a crash would: it removes
+// nothing from the database, and every OpenFlow flow and group is gone with the process.
+func (o *Instance) KillVSwitchd() {
+	if o.vswitchd == nil || o.vswitchd.Process == nil {
+		return
+	}
+	_ = o.vswitchd.Process.Kill()
+	_ = o.vswitchd.Wait()
+	o.vswitchd = nil
+}
+
+// StartVSwitchd starts ovs-vswitchd again on the same database after KillVSwitchd. With
+// flowRestoreWait it first sets other_config:flow-restore-wait=true, as start-ovs does, so the
+// new process waits for its controller to restore the flows.
+func (o *Instance) StartVSwitchd(flowRestoreWait bool) error {
+	if flowRestoreWait {
+		if out, err := o.Vsctl("--no-wait", "set", "Open_vSwitch", ".", "other_config:flow-restore-wait=true"); err != nil {
+			return fmt.Errorf("setting flow-restore-wait: %v: %s", err, out)
+		}
+	}
+	return o.startVSwitchd()
+}
+
+// RestartVSwitchd is KillVSwitchd followed by StartVSwitchd.
+func (o *Instance) RestartVSwitchd(flowRestoreWait bool) error {
+	o.KillVSwitchd()
+	return o.StartVSwitchd(flowRestoreWait)
+}
+
+// KillDB kills ovsdb-server with SIGKILL and starts it again on the same database.
+func (o *Instance) KillDB() error {
+	if o.dbServer != nil && o.dbServer.Process != nil {
+		_ = o.dbServer.Process.Kill()
+		_ = o.dbServer.Wait()
+		o.dbServer = nil
+	}
+	return o.RestartDB()
 }
 
 // RestartDB kills ovsdb-server and starts it again on the same database, to test reconnects.

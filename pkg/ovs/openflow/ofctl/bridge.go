@@ -1,6 +1,7 @@
 // Package ofctl implements openflow.Bridge by running ovs-ofctl: every Apply batch becomes one
 // atomic OpenFlow 1.5 bundle streamed to a single `ovs-ofctl bundle <target> -` process (like
-// iptables-restore), and dumps are parsed from `ovs-ofctl dump-flows` / `dump-groups`.
+// iptables-restore), dumps are parsed from `ovs-ofctl dump-flows` / `dump-groups`, and flows are
+// counted with `ovs-ofctl dump-aggregate`. Every run has a deadline (see WithTimeouts).
 //
 // Groups whose buckets do not fit in one 64 KiB OpenFlow message are split into a group add (or
 // modify) carrying the first buckets, followed in the same bundle by insert_bucket messages.
@@ -11,7 +12,6 @@ import (
 	"bufio"
 	"bytes"
 	"context"
-	"errors"
 	"fmt"
 	"io"
 	"strconv"
@@ -82,9 +82,8 @@ func (b *Bridge) Apply(ctx context.Context, ops []openflow.Op) error {
 	stderr := &cappedBuffer{limit: stderrLimit}
 	var lines []lineRef
 	args := []string{"-O", "OpenFlow15", "bundle", b.target, "-"}
-	var runErr error
 	err := b.runWithin(ctx, "bundle", b.timeouts.forBundle(len(ops)), func(ctx context.Context) error {
-		runErr = b.runner.Run(ctx, b.binary, args, func(w io.Writer) error {
+		return b.runner.Run(ctx, b.binary, args, func(w io.Writer) error {
 			bw := newBundleWriter(bufio.NewWriterSize(w, 64<<10), b.maxBytes)
 			defer func() { lines = bw.lines }()
 			for i := range ops {
@@ -94,13 +93,12 @@ func (b *Bridge) Apply(ctx context.Context, ops []openflow.Op) error {
 			}
 			return bw.w.Flush()
 		}, nil, stderr)
-		return runErr
 	})
 	if err == nil {
 		klog.V(4).InfoS("Applied OpenFlow bundle", "target", b.target, "ops", len(ops), "lines", len(lines), "duration", time.Since(start))
 		return nil
 	}
-	if err != runErr {
+	if interrupted(ctx, err) {
 		// The deadline or ctx ended the run: what ovs-ofctl printed so far says nothing.
 		return err
 	}
@@ -247,8 +245,7 @@ func (b *Bridge) output(ctx context.Context, cmd string, args []string) (string,
 	err := b.runWithin(ctx, cmd, b.timeouts.call, func(ctx context.Context) error {
 		return b.runner.Run(ctx, b.binary, args, nil, &stdout, stderr)
 	})
-	var te *TimeoutError
-	if errors.As(err, &te) || (err != nil && ctx.Err() != nil) {
+	if interrupted(ctx, err) {
 		return "", err
 	}
 	if err != nil {

@@ -2,6 +2,7 @@ package ofctl
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"time"
 )
@@ -84,4 +85,10 @@ func (b *Bridge) runWithin(ctx context.Context, cmd string, d time.Duration, run
 		return &TimeoutError{Command: cmd, Target: b.target, After: d}
 	}
 	return err
+}
+
+// interrupted reports whether err is runWithin's report of a deadline or of ctx ending the run.
+func interrupted(ctx context.Context, err error) bool {
+	var te *TimeoutError
+	return errors.As(err, &te) || (err != nil && ctx.Err() != nil)
 }

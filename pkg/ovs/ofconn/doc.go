@@ -12,6 +12,11 @@
 //   - packet-out encoding with output actions;
 //   - barrier request/reply, and error messages.
 //
+// Monitor keeps such a connection open to watch the switch itself: it reconnects with a short
+// backoff when the connection drops and reports each reconnection after a loss (ovs-vswitchd
+// restarted, the bridge re-created, a keepalive missed), when the switch may have lost every
+// flow and group.
+//
 // Flows are not programmed through this package (see pkg/ovs/openflow/ofctl).
 //
 // Connecting to the bridge's management socket (unix:<rundir>/<bridge>.mgmt) is enough: Open

@@ -82,6 +82,48 @@ func ParseFlowDump(out string) ([]Flow, error) {
 	return flows, nil
 }
 
+// MaxSkippedErrors is how many parse errors ParseFlowDumpLenient keeps (it counts them all).
+const MaxSkippedErrors = 10
+
+// Skipped says which dump lines a lenient parse left out.
+type Skipped struct {
+	// Count is the number of lines that could not be parsed.
+	Count int
+	// Errors are the first MaxSkippedErrors of them, each naming its line (LineNo and Line).
+	Errors []*ParseError
+}
+
+// ParseFlowDumpLenient parses a dump like ParseFlowDump, but skips the lines it cannot parse
+// (flows written by others with actions or matches the model does not represent, such as
+// dec_ttl, note or meter) instead of failing: the flows of every other line are returned, in
+// dump order, and the skipped lines are counted. It never fails.
+func ParseFlowDumpLenient(out string) ([]Flow, Skipped) {
+	var flows []Flow
+	var sk Skipped
+	for i, line := range strings.Split(out, "\n") {
+		s := strings.TrimSpace(line)
+		if s == "" || isHeaderLine(s) {
+			continue
+		}
+		f, err := ParseFlow(s)
+		if err != nil {
+			sk.Count++
+			if len(sk.Errors) < MaxSkippedErrors {
+				pe, ok := err.(*ParseError)
+				if !ok {
+					pe = &ParseError{Line: s, Reason: err.Error()}
+				}
+				pe.LineNo = i + 1
+				pe.Line = truncateText(pe.Line, 512)
+				sk.Errors = append(sk.Errors, pe)
+			}
+			continue
+		}
+		flows = append(flows, f)
+	}
+	return flows, sk
+}
+
 // ParseFlow parses one flow as printed by dump-flows, or as rendered by FormatFlow. Parsing
 // the output of FormatFlow gives back the flow up to CanonicalFlow.
 func ParseFlow(line string) (Flow, error) {

@@ -229,9 +229,35 @@ func TestDumpArgumentsAndErrors(t *testing.T) {
 	_, err = b.DumpGroups(context.Background())
 	require.EqualError(t, err, "ovs-ofctl dump-groups unix:/run/br.mgmt: exit status 1: ovs-ofctl: connecting to unix:/run/br.mgmt (Connection refused)")
 
-	r.stderr, r.err, r.stdout = "", nil, " table=1, priority=1,ip actions=frobnicate\n"
-	_, err = b.DumpFlows(context.Background(), openflow.FlowFilter{})
-	require.ErrorContains(t, err, "parsing ovs-ofctl dump-flows unix:/run/br.mgmt")
+	// A flow the model cannot represent is skipped; the others are still returned.
+	r.stderr, r.err = "", nil
+	r.stdout = " table=1, priority=1,ip actions=frobnicate\n cookie=0x5, table=1, priority=200,tcp,nw_dst=10.96.0.1,tp_dst=80 actions=group:7\n"
+	got, err = b.DumpFlows(context.Background(), openflow.FlowFilter{})
+	require.NoError(t, err)
+	if diff := cmp.Diff([]openflow.Flow{want}, got, equateIP()); diff != "" {
+		t.Fatalf("lenient dump (-want +got):\n%s", diff)
+	}
+}
+
+func TestCountFlowsArgumentsAndErrors(t *testing.T) {
+	r := &fakeRunner{stdout: "OFPST_AGGREGATE reply (OF1.5) (xid=0x2): packet_count=3 byte_count=180 flow_count=42\n"}
+	b := New("unix:/run/br.mgmt", WithRunner(r))
+	n, err := b.CountFlows(context.Background(), openflow.FlowFilter{Cookie: 0x3 << 40, CookieMask: 0xff << 40, Table: 2, TableSet: true})
+	require.NoError(t, err)
+	require.Equal(t, 42, n)
+	require.Equal(t, []string{"ovs-ofctl", "-O", "OpenFlow15", "dump-aggregate", "unix:/run/br.mgmt", "cookie=0x30000000000/0xff0000000000,table=2"}, r.calls[0])
+
+	_, err = b.CountFlows(context.Background(), openflow.FlowFilter{})
+	require.NoError(t, err)
+	require.Equal(t, []string{"ovs-ofctl", "-O", "OpenFlow15", "dump-aggregate", "unix:/run/br.mgmt"}, r.calls[1])
+
+	r.stdout = "OFPST_AGGREGATE reply (OF1.5) (xid=0x2): packet_count=0\n"
+	_, err = b.CountFlows(context.Background(), openflow.FlowFilter{})
+	require.ErrorContains(t, err, "ovs-ofctl dump-aggregate unix:/run/br.mgmt: parsing aggregate reply: no flow_count")
+
+	r.stdout, r.stderr, r.err = "", "ovs-ofctl: unix:/run/br.mgmt: failed to connect\n", errExit1
+	_, err = b.CountFlows(context.Background(), openflow.FlowFilter{})
+	require.EqualError(t, err, "ovs-ofctl dump-aggregate unix:/run/br.mgmt: exit status 1: ovs-ofctl: unix:/run/br.mgmt: failed to connect")
 }
 
 func TestCappedBuffer(t *testing.T) {

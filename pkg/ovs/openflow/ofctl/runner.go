@@ -5,6 +5,7 @@ import (
 	"errors"
 	"io"
 	"os/exec"
+	"time"
 )
 
 // Runner runs one process to completion. The default runs it with os/exec; tests may fake it.
@@ -15,6 +16,9 @@ type Runner interface {
 	Run(ctx context.Context, name string, args []string, stdin func(io.Writer) error, stdout, stderr io.Writer) error
 }
 
+// waitDelay bounds how long Run waits for a killed process's output to drain.
+const waitDelay = time.Second
+
 // ExecRunner is the Runner that starts real processes.
 type ExecRunner struct{}
 
@@ -22,6 +26,8 @@ type ExecRunner struct{}
 func (ExecRunner) Run(ctx context.Context, name string, args []string, stdin func(io.Writer) error, stdout, stderr io.Writer) error {
 	cmd := exec.CommandContext(ctx, name, args...)
 	cmd.Stdout, cmd.Stderr = stdout, stderr
+	// When ctx ends the process is killed; do not wait long for its output pipes after that.
+	cmd.WaitDelay = waitDelay
 	if stdin == nil {
 		return cmd.Run()
 	}

@@ -1,0 +1,69 @@
+package openflow
+
+import (
+	"fmt"
+	"strconv"
+	"strings"
+)
+
+// AggregateStats is an aggregate statistics reply (ovs-ofctl dump-aggregate).
+type AggregateStats struct {
+	PacketCount uint64
+	ByteCount   uint64
+	FlowCount   uint64
+}
+
+// ParseAggregateReply parses the output of `ovs-ofctl -O OpenFlow15 dump-aggregate`, e.g.
+// "OFPST_AGGREGATE reply (OF1.5) (xid=0x2): packet_count=0 byte_count=0 flow_count=1". The
+// counters may follow the header on the same line or on the next lines; flow_count is
+// required, the other counters default to 0.
+func ParseAggregateReply(out string) (AggregateStats, error) {
+	var st AggregateStats
+	seen := false
+	for _, line := range strings.Split(out, "\n") {
+		s := strings.TrimSpace(line)
+		if isHeaderLine(s) {
+			// The header ends with "(xid=0x..):"; the counters may follow it.
+			i := strings.LastIndex(s, "):")
+			if i < 0 {
+				continue
+			}
+			s = s[i+2:]
+		}
+		for _, tok := range strings.Fields(s) {
+			key, val, ok := strings.Cut(tok, "=")
+			if !ok {
+				continue
+			}
+			var dst *uint64
+			switch key {
+			case "packet_count":
+				dst = &st.PacketCount
+			case "byte_count":
+				dst = &st.ByteCount
+			case "flow_count":
+				dst = &st.FlowCount
+				seen = true
+			default:
+				continue
+			}
+			n, err := strconv.ParseUint(val, 10, 64)
+			if err != nil {
+				return AggregateStats{}, fmt.Errorf("parsing aggregate reply: %s: %w", key, err)
+			}
+			*dst = n
+		}
+	}
+	if !seen {
+		return AggregateStats{}, fmt.Errorf("parsing aggregate reply: no flow_count in %q", truncateText(out, 200))
+	}
+	return st, nil
+}
+
+// truncateText shortens s to at most n bytes for an error message.
+func truncateText(s string, n int) string {
+	if len(s) <= n {
+		return s
+	}
+	return s[:n] + "..."
+}

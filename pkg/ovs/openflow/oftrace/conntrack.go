@@ -211,8 +211,7 @@ func (c *Conntrack) execute(a of.CT, p *Packet) (string, error) {
 		}
 	}
 	p.CtState = state
-	return fmt.Sprintf("zone %d: %s connection, now %s, ct_state=%s ct_mark=%#x", a.Zone, what, *p,
-		of.FormatCtState(of.CtState{Set: state}), p.CtMark), nil
+	return fmt.Sprintf("zone %d: %s connection; packet now %v", a.Zone, what, *p), nil
 }
 
 // commitNew creates the connection of tuple t, with the action's NAT on its reply tuple.

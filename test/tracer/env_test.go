@@ -208,7 +208,9 @@ func loadBalancer(ingress ...v1.LoadBalancerIngress) svcOpt {
 	}
 }
 
-func externalLocal(s *v1.Service) { s.Spec.ExternalTrafficPolicy = v1.ServiceExternalTrafficPolicyLocal }
+func externalLocal(s *v1.Service) {
+	s.Spec.ExternalTrafficPolicy = v1.ServiceExternalTrafficPolicyLocal
+}
 
 func internalLocal(s *v1.Service) {
 	p := v1.ServiceInternalTrafficPolicyLocal

@@ -48,7 +48,9 @@ type connKey struct {
 // later packets of a connection (and its replies) see what earlier ones committed. A ct action
 // of a trace:
 //
-//   - looks the packet's tuple up in the action's zone, in both directions;
+//   - looks the packet's tuple up in the action's zone, in both directions, unless an earlier
+//     ct action of the trace associated the packet with a connection of that zone (the
+//     datapath keeps that association, so a commit after NAT finds the NATed connection);
 //   - sets ct_state: +trk always; +new for a packet of an unknown connection, and for packets in
 //     the original direction of a committed connection until a reply was seen (as Linux and the
 //     OVS userspace conntrack do); +est for replies and for original-direction packets once a
@@ -65,6 +67,11 @@ type connKey struct {
 // +inv), timeouts, ICMP identifiers, ICMP errors as +rel (a trace of one is an error), port
 // allocation on NAT collisions (an error), ct_label.
 type Conntrack struct {
+	// EstablishedBeforeReply reports original-direction packets of a committed non-TCP
+	// connection as +est before any reply, instead of +new (Linux and the kernel datapath report
+	// +new until a reply is seen; set it to model a conntrack that does not).
+	EstablishedBeforeReply bool
+
 	conns []*Conn
 	index map[connKey]*Conn
 }
@@ -75,6 +82,7 @@ func NewConntrack() *Conntrack { return &Conntrack{index: map[connKey]*Conn{}} }
 // Clone returns an independent copy.
 func (c *Conntrack) Clone() *Conntrack {
 	out := NewConntrack()
+	out.EstablishedBeforeReply = c.EstablishedBeforeReply
 	for _, conn := range c.conns {
 		cp := *conn
 		out.insert(&cp)
@@ -163,7 +171,8 @@ func (c *Conntrack) execute(a of.CT, p *Packet) (string, error) {
 	if !p.isIP() {
 		return "", fmt.Errorf("ct on a non-IP packet (eth_type %#x): %w", uint16(p.EthType), ErrUnsupported)
 	}
-	p.CtZone, p.CtMark = a.Zone, 0
+	cached := p.conn
+	p.CtZone, p.CtMark, p.conn = a.Zone, 0, nil
 	t, ok, err := tupleOf(p)
 	if err != nil {
 		return "", err
@@ -174,6 +183,9 @@ func (c *Conntrack) execute(a of.CT, p *Packet) (string, error) {
 	}
 	state := of.CtTrk
 	conn, reply := c.lookup(a.Zone, t)
+	if cached != nil && cached.Zone == a.Zone && c.index[connKey{a.Zone, cached.Orig}] == cached {
+		conn, reply = cached, p.ctReply
+	}
 	what := "known"
 	switch {
 	case conn == nil && a.Commit:
@@ -188,7 +200,7 @@ func (c *Conntrack) execute(a of.CT, p *Packet) (string, error) {
 	case reply:
 		state |= of.CtEst | of.CtRpl
 		conn.SeenReply = true
-	case conn.SeenReply:
+	case conn.SeenReply || (c.EstablishedBeforeReply && conn.Orig.Proto != of.ProtoTCP):
 		state |= of.CtEst
 	default:
 		state |= of.CtNew
@@ -210,7 +222,7 @@ func (c *Conntrack) execute(a of.CT, p *Packet) (string, error) {
 			state |= applyNAT(conn, reply, p)
 		}
 	}
-	p.CtState = state
+	p.CtState, p.conn, p.ctReply = state, conn, reply
 	return fmt.Sprintf("zone %d: %s connection; packet now %v", a.Zone, what, *p), nil
 }
 

@@ -41,6 +41,12 @@ type Packet struct {
 	CtState of.CtStateFlags
 	CtMark  uint32
 	CtZone  uint16
+
+	// conn is the connection the last ct action associated the packet with (and ctReply its
+	// direction): a later ct action in the same zone uses it without a new lookup, as the
+	// datapath does, even though NAT changed the headers since.
+	conn    *Conn
+	ctReply bool
 }
 
 // ErrUnsupported is wrapped by every error about a packet, field or action the tracer does not

@@ -185,7 +185,7 @@ func liveBuckets(g *of.Group) []int {
 // run is one trace with the given bucket chooser.
 func (t *Tracer) run(pkt Packet, ct *Conntrack, choose func(*of.Group, Packet) (int, error)) (*Trace, error) {
 	p := pkt.clone()
-	p.CtState, p.CtMark, p.CtZone = 0, 0, 0
+	p.CtState, p.CtMark, p.CtZone, p.conn, p.ctReply = 0, 0, 0, nil, false
 	tr := &Trace{Packet: p.clone(), Conntrack: ct}
 	if err := p.validate(); err != nil {
 		return tr, err

@@ -334,3 +334,37 @@ func TestUnsupportedAndInvalid(t *testing.T) {
 		t.Error("packet without Dst: want an error")
 	}
 }
+
+// TestConntrackKeepsAssociationAfterNAT: a commit in the same zone after NAT applies to the
+// NATed connection (the datapath keeps the packet's connection), rather than to a new one; a
+// second packet before any reply is +new unless EstablishedBeforeReply (non-TCP only).
+func TestConntrackKeepsAssociationAfterNAT(t *testing.T) {
+	ct := func(commit bool, nat *of.NAT, table uint8, exec ...of.Action) of.CT {
+		return of.CT{Commit: commit, Zone: 1, NAT: nat, Table: table, HasTable: true, Exec: exec}
+	}
+	flows := []of.Flow{
+		{Table: 0, Priority: 0, Match: of.Match{EthType: of.EthTypeIP}, Actions: []of.Action{ct(false, &of.NAT{Kind: of.NATReply}, 1)}},
+		{Table: 1, Priority: 10, Match: of.Match{EthType: of.EthTypeIP, Dst: host(vipIP), CtState: &of.CtState{Set: of.CtNew | of.CtTrk}},
+			Actions: []of.Action{ct(true, &of.NAT{Kind: of.NATDst, Addr: ep1IP}, 2)}},
+		{Table: 1, Priority: 0, Actions: []of.Action{of.GotoTable{Table: 2}}},
+		{Table: 2, Priority: 0, Match: of.Match{EthType: of.EthTypeIP}, Actions: []of.Action{ct(true, nil, 3, of.SetCtMark{Value: 4})}},
+		{Table: 3, Priority: 0, Actions: []of.Action{of.Output{Port: 9}}},
+	}
+	tr := mustTracer(t, flows, nil, Options{})
+	for _, est := range []bool{false, true} {
+		conns := NewConntrack()
+		conns.EstablishedBeforeReply = est
+		p := Packet{InPort: 1, EthType: of.EthTypeIP, Proto: of.ProtoUDP, Src: clientIP, Dst: vipIP, SrcPort: 1000, DstPort: 53}
+		if o := single(t, mustTrace(t, tr, p, conns)); o.Packet.Dst != ep1IP || o.Packet.CtMark != 4 || len(conns.Conns()) != 1 {
+			t.Fatalf("want one connection, DNATed and marked by the second commit; got %v, %+v", o, conns.Conns())
+		}
+		o := single(t, mustTrace(t, tr, p, conns))
+		wantState := of.CtNew | of.CtTrk
+		if est {
+			wantState = of.CtEst | of.CtTrk
+		}
+		if o.Packet.Dst != ep1IP || o.Packet.CtState&^(of.CtDNAT|of.CtSNAT) != wantState {
+			t.Errorf("EstablishedBeforeReply=%v: second packet: want %s, got %v", est, of.FormatCtState(of.CtState{Set: wantState}), o)
+		}
+	}
+}

@@ -14,8 +14,10 @@
 //
 // Everything the typed model (pkg/ovs/openflow) can express is supported, except: ct(nat)
 // without table= (OVS applies the NAT in the datapath without showing it to later actions), a
-// controller action with pause, ct of ICMP errors, and move/learn on fields not listed in
-// fieldNamed. Those return errors wrapping ErrUnsupported rather than guesses.
+// controller action with pause, ct of ICMP errors, non-select groups, and move/learn on fields
+// other than reg0-15, xxreg0-3, IPv4/IPv6 addresses, TCP/UDP/SCTP ports, Ethernet addresses,
+// pkt_mark, metadata and (read-only) in_port, eth_type, ip_proto, ct_mark and ct_zone. Those
+// return errors wrapping ErrUnsupported rather than guesses.
 package oftrace
 
 import (

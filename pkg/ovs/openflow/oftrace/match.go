@@ -1,0 +1,108 @@
+package oftrace
+
+import (
+	"bytes"
+
+	of "github.com/antrea-proxy/antrea-proxy/pkg/ovs/openflow"
+)
+
+// masked reports whether v matches value under mask (a zero mask is an exact match).
+func masked(v, value, mask uint32) bool {
+	if mask == 0 {
+		mask = ^uint32(0)
+	}
+	return v&mask == value&mask
+}
+
+// matches reports whether the packet satisfies every field of m, with OVS's prerequisites: a
+// field the packet does not have (e.g. tcp_dst on a UDP packet) does not match.
+func matches(m *of.Match, p *Packet) bool {
+	if m.InPort != 0 && m.InPort != p.InPort {
+		return false
+	}
+	if m.EthType != of.EthTypeAny && m.EthType != p.EthType {
+		return false
+	}
+	if len(m.EthSrc) != 0 && !bytes.Equal(m.EthSrc, p.EthSrc) {
+		return false
+	}
+	if len(m.EthDst) != 0 && !bytes.Equal(m.EthDst, p.EthDst) {
+		return false
+	}
+	if !matchL3(m, p) || !matchL4(m, p) {
+		return false
+	}
+	if m.CtState != nil && (p.CtState&m.CtState.Set != m.CtState.Set || p.CtState&m.CtState.Unset != 0) {
+		return false
+	}
+	if m.CtMark != nil && !masked(p.CtMark, m.CtMark.Value, m.CtMark.Mask) {
+		return false
+	}
+	if m.PktMark != nil && !masked(p.PktMark, m.PktMark.Value, m.PktMark.Mask) {
+		return false
+	}
+	return matchRegs(m, p)
+}
+
+func matchL3(m *of.Match, p *Packet) bool {
+	if m.IPProto != of.ProtoAny && (!p.isIP() || m.IPProto != p.Proto) {
+		return false
+	}
+	if p.EthType == of.EthTypeARP {
+		if (m.Src.IsValid() && !m.Src.Contains(p.ARPSPA)) || (m.Dst.IsValid() && !m.Dst.Contains(p.ARPTPA)) {
+			return false
+		}
+	} else {
+		if m.Src.IsValid() && (!p.isIP() || !m.Src.Contains(p.Src)) {
+			return false
+		}
+		if m.Dst.IsValid() && (!p.isIP() || !m.Dst.Contains(p.Dst)) {
+			return false
+		}
+	}
+	if m.ARPTPA.IsValid() && (p.EthType != of.EthTypeARP || m.ARPTPA != p.ARPTPA) {
+		return false
+	}
+	if m.ARPOp != 0 && (p.EthType != of.EthTypeARP || m.ARPOp != p.ARPOp) {
+		return false
+	}
+	return true
+}
+
+func matchL4(m *of.Match, p *Packet) bool {
+	if m.TpSrc != 0 && (!p.hasPorts() || m.TpSrc != p.SrcPort) {
+		return false
+	}
+	if m.TpDst != 0 && (!p.hasPorts() || m.TpDst != p.DstPort) {
+		return false
+	}
+	if m.ICMPType != nil && (!p.isICMP() || *m.ICMPType != p.ICMPType) {
+		return false
+	}
+	if m.ICMPCode != nil && (!p.isICMP() || *m.ICMPCode != p.ICMPCode) {
+		return false
+	}
+	return true
+}
+
+func matchRegs(m *of.Match, p *Packet) bool {
+	for _, r := range m.Regs {
+		if int(r.Reg) >= NumRegs || !masked(p.Regs[r.Reg], r.Value, r.Mask) {
+			return false
+		}
+	}
+	for _, x := range m.XXRegs {
+		if int(x.XXReg) >= NumRegs/4 {
+			return false
+		}
+		mask := x.Mask
+		if mask == (of.Uint128{}) {
+			mask = of.Uint128{Hi: ^uint64(0), Lo: ^uint64(0)}
+		}
+		v := xxregField("", int(x.XXReg)).get(p)
+		if v.hi&mask.Hi != x.Value.Hi&mask.Hi || v.lo&mask.Lo != x.Value.Lo&mask.Lo {
+			return false
+		}
+	}
+	return true
+}

@@ -163,8 +163,8 @@ func (n *Node) RestartAgentAfterKill(t testing.TB, timeout time.Duration) error 
 	n.logEvent(t, "starting antrea-agent again (ovs-vswitchd is pid %d)", pid)
 	err := n.startAgentGuarded(n.s.agent, timeout, func() error {
 		if !n.OVS.VSwitchdAlive() {
-			return fmt.Errorf("node %s: ovs-vswitchd (pid %d) died %v after the agent was started again (see %s-ovs-vswitchd.log)",
-				n.Name, pid, time.Since(start).Round(time.Millisecond), n.Name)
+			return fmt.Errorf("node %s: ovs-vswitchd (pid %d) died %v after the agent was started again: %s",
+				n.Name, pid, time.Since(start).Round(time.Millisecond), n.vswitchdEmergency())
 		}
 		return nil
 	})
@@ -173,6 +173,25 @@ func (n *Node) RestartAgentAfterKill(t testing.TB, timeout time.Duration) error 
 	}
 	n.logEvent(t, "antrea-agent synced %v after its restart", time.Since(start).Round(time.Millisecond))
 	return nil
+}
+
+// vswitchdEmergency returns the last EMER line of ovs-vswitchd's log (how it aborted), or where
+// to look.
+func (n *Node) vswitchdEmergency() string {
+	b, err := os.ReadFile(filepath.Join(n.OVS.RunDir, "ovs-vswitchd.log"))
+	if err != nil {
+		return err.Error()
+	}
+	last := ""
+	for _, line := range strings.Split(string(b), "\n") {
+		if strings.Contains(line, "|EMER|") {
+			last = line
+		}
+	}
+	if last == "" {
+		return "no EMER line in " + n.Name + "-ovs-vswitchd.log"
+	}
+	return "ovs-vswitchd.log: " + last
 }
 
 // AgentLastSync is the agent's sync status in one line, for failure messages.

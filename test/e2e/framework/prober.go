@@ -126,7 +126,7 @@ func (p *Prober) WaitHealthy(ctx context.Context, since time.Time, window, timeo
 				continue
 			}
 			if !a.OK() {
-				return false, Summarize(p.Attempts(), since).String(), nil
+				return false, fmt.Sprintf("the attempt started at %s failed: %v", a.Start.Format("15:04:05.000"), a.Err), nil
 			}
 			n++
 		}

@@ -261,14 +261,21 @@ func (cp *ControlPlane) startControllerManager() error {
 // waitReady polls ready until it holds, the process exits (an error that says how, marked
 // errPortInUse if its log says so) or timeout passes. A process that never became ready is stopped.
 func waitReady(p *process, timeout time.Duration, what string, ready func(ctx context.Context) (bool, string)) error {
+	return waitReadyOrFail(p, timeout, what, func(ctx context.Context) (bool, string, error) {
+		ok, status := ready(ctx)
+		return ok, status, nil
+	})
+}
+
+// waitReadyOrFail is waitReady whose condition can also fail at once (a non-nil error).
+func waitReadyOrFail(p *process, timeout time.Duration, what string, ready func(ctx context.Context) (bool, string, error)) error {
 	err := Poll(context.Background(), timeout, what, func(ctx context.Context) (bool, string, error) {
 		select {
 		case <-p.Exited():
 			return false, "", p.ExitError()
 		default:
 		}
-		ok, status := ready(ctx)
-		return ok, status, nil
+		return ready(ctx)
 	})
 	if err != nil {
 		p.Stop()

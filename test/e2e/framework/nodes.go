@@ -205,6 +205,12 @@ func (n *Node) agentConfig(opts AgentOptions) *config.AgentConfig {
 // startAgent writes antrea-agent.conf for opts and runs antrea-agent inside the node namespace,
 // then waits until its API reports a first successful sync with that configuration.
 func (n *Node) startAgent(opts AgentOptions) error {
+	return n.startAgentGuarded(opts, 2*time.Minute, nil)
+}
+
+// startAgentGuarded is startAgent waiting at most timeout; guard, when set, is checked on every
+// poll and fails the wait at once with its error (e.g. ovs-vswitchd died).
+func (n *Node) startAgentGuarded(opts AgentOptions, timeout time.Duration, guard func() error) error {
 	cfg := n.agentConfig(opts)
 	b, err := cfg.Marshal()
 	if err != nil {
@@ -221,21 +227,33 @@ func (n *Node) startAgent(opts AgentOptions) error {
 	n.agent = p
 	n.agentConf = cfg
 	what := fmt.Sprintf("antrea-agent on %s to sync with proxyLoadBalancerIPs=%v (log %s)", n.Name, opts.ProxyLoadBalancerIPs, p.LogPath)
-	return waitReady(p, 2*time.Minute, what, func(ctx context.Context) (bool, string) {
-		info, err := n.API.AgentInfo(ctx)
-		if err != nil {
-			return false, err.Error()
+	return waitReadyOrFail(p, timeout, what, func(ctx context.Context) (bool, string, error) {
+		if guard != nil {
+			if err := guard(); err != nil {
+				return false, "", err
+			}
 		}
-		switch {
-		case info.AntreaProxy.ProxyLoadBalancerIPs != opts.ProxyLoadBalancerIPs:
-			return false, fmt.Sprintf("proxyLoadBalancerIPs is %v", info.AntreaProxy.ProxyLoadBalancerIPs)
-		case info.Sync.Syncs == 0:
-			return false, "no sync yet"
-		case info.Sync.LastError != "":
-			return false, "last sync failed: " + info.Sync.LastError
-		}
-		return n.cniReady()
+		ok, status := n.agentSynced(ctx, opts)
+		return ok, status, nil
 	})
+}
+
+// agentSynced reports whether the agent answers with opts in effect, has synced without error
+// and serves CNI requests.
+func (n *Node) agentSynced(ctx context.Context, opts AgentOptions) (bool, string) {
+	info, err := n.API.AgentInfo(ctx)
+	if err != nil {
+		return false, err.Error()
+	}
+	switch {
+	case info.AntreaProxy.ProxyLoadBalancerIPs != opts.ProxyLoadBalancerIPs:
+		return false, fmt.Sprintf("proxyLoadBalancerIPs is %v", info.AntreaProxy.ProxyLoadBalancerIPs)
+	case info.Sync.Syncs == 0:
+		return false, "no sync yet"
+	case info.Sync.LastError != "":
+		return false, "last sync failed: " + info.Sync.LastError
+	}
+	return n.cniReady()
 }
 
 // cniReady reports whether the agent's CNI server accepts connections.

@@ -88,6 +88,18 @@ func (p *process) Stop() {
 	_ = p.logFile.Close()
 }
 
+// Kill sends SIGKILL to the process group at once, without SIGTERM or grace period (as an OOM
+// kill or a crash would end it), and waits for the exit. It is safe to call more than once.
+func (p *process) Kill() {
+	select {
+	case <-p.exited:
+	default:
+		_ = syscall.Kill(-p.cmd.Process.Pid, syscall.SIGKILL)
+		<-p.exited
+	}
+	_ = p.logFile.Close()
+}
+
 // logTail returns up to the last n bytes of the log.
 func (p *process) logTail(n int64) []byte {
 	f, err := os.Open(p.LogPath)

@@ -1,8 +1,12 @@
 //go:build demo
 
-// Package demo is what `make demo` runs until the sandbox cluster lands: a real Open vSwitch
-// (userspace datapath), pods as network namespaces, an external L4 load balancer namespace and
-// the real proxier fed by an in-memory API server, showing KEP-1860 Option 1 with real traffic.
+// Package demo is the one-node lab demo, `bash hack/demo.sh lab` (`make demo` runs the
+// two-node sandbox cluster demo, test/e2e/demo): a real Open vSwitch (userspace datapath), pods
+// as network namespaces, an external L4 load balancer namespace and the real proxier fed by a
+// fake clientset, showing KEP-1860 Option 1 with real traffic, including
+// proxyLoadBalancerIPs=false. There is no control plane and no node data path (no host gateway,
+// routes or nftables): the client, the pods and the load balancer are namespaces on the bridge,
+// routed through a fake gateway MAC (test/lab).
 package demo
 
 import (
@@ -129,7 +133,7 @@ type demo struct {
 	client *lab.Host
 }
 
-// TestDemo is the demo. It also asserts what it shows, so a broken rule fails `make demo`.
+// TestDemo is the demo. It also asserts what it shows, so a broken rule fails the lab demo.
 func TestDemo(t *testing.T) {
 	say("== antrea-proxy demo: KEP-1860 ipMode with proxyLoadBalancerIPs (Option 1) ==")
 	say("-- starting Open vSwitch (userspace datapath) in a private network namespace")

@@ -117,8 +117,9 @@ func (p *Proxier) updateProblems(now time.Time) []serviceEvent {
 	}
 	var events []serviceEvent
 	for nn, pr := range next {
+		// A quarantined Service failing its retry again raises no new event.
 		old := p.problems[nn]
-		if old != nil && old.Reason == pr.Reason && old.Message == pr.Message {
+		if old != nil && old.Reason == pr.Reason && (old.Message == pr.Message || pr.Reason == ProblemOVSRejected) {
 			if pr.Reason == ProblemFlowConflict {
 				pr.Since = old.Since
 			}

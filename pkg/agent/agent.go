@@ -8,6 +8,7 @@ import (
 	"net"
 	"net/netip"
 	"path/filepath"
+	"time"
 
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/klog/v2"
@@ -49,7 +50,11 @@ func Setup(ctx context.Context, cfg *config.AgentConfig) (*Components, error) {
 		db.Close()
 		return nil, err
 	}
-	dp, err := setupDataPath(ctx, cfg, db, of, ovsdb.RoundStore{Client: db, Bridge: cfg.OVSBridge}, &opts)
+	if opts.Round, err = saveNextRound(ctx, ovsdb.RoundStore{Client: db, Bridge: cfg.OVSBridge}); err != nil {
+		db.Close()
+		return nil, err
+	}
+	dp, err := setupDataPath(ctx, cfg, db, of, &opts)
 	if err != nil {
 		db.Close()
 		return nil, err
@@ -58,12 +63,34 @@ func Setup(ctx context.Context, cfg *config.AgentConfig) (*Components, error) {
 	if dp != nil {
 		opts.Observer = append(opts.Observer.(metrics.Observers), dp)
 	}
-	p, err := proxy.New(opts, of, ovsdb.RoundStore{Client: db, Bridge: cfg.OVSBridge})
+	p, err := proxy.New(opts, of)
 	if err != nil {
 		db.Close()
 		return nil, err
 	}
 	return &Components{OVSDB: db, Proxier: p, DataPath: dp, observers: obs}, nil
+}
+
+// saveNextRound computes this run's flow round and saves it, retrying until OVSDB answers,
+// before anything is installed: a failed save can never make a later run reuse the round.
+func saveNextRound(ctx context.Context, rounds RoundStore) (uint16, error) {
+	round, err := nextRound(ctx, rounds)
+	if err != nil {
+		return 0, err
+	}
+	for delay := 100 * time.Millisecond; ; delay = min(2*delay, 5*time.Second) {
+		err := rounds.SaveRound(ctx, round)
+		if err == nil {
+			klog.InfoS("Flow round saved", "round", round)
+			return round, nil
+		}
+		klog.ErrorS(err, "Saving the flow round failed; retrying", "round", round, "retryIn", delay)
+		select {
+		case <-ctx.Done():
+			return 0, fmt.Errorf("saving flow round %d: %w", round, ctx.Err())
+		case <-time.After(delay):
+		}
+	}
 }
 
 func proxyOptions(ctx context.Context, cfg *config.AgentConfig, db *ovsdb.Client) (proxy.Options, error) {

@@ -45,8 +45,9 @@ type DataPathOptions struct {
 	OVSDB server.OVSPorts
 	// Bridge installs flows.
 	Bridge openflow.Bridge
-	// Rounds is the flow round store the proxier uses; the data path takes the same round.
-	Rounds proxy.RoundStore
+	// Round is this run's flow round (saved by Setup before anything is installed); the
+	// proxier installs the same round.
+	Round uint16
 	// ServicePollInterval is how often the proxier's sync count is checked; 0 means 500 ms.
 	ServicePollInterval time.Duration
 }
@@ -75,9 +76,16 @@ type DataPath struct {
 	errs     []error
 }
 
-// nextRound returns the round this agent run installs: the one after the saved round, as the
-// proxier computes it at its first sync.
-func nextRound(ctx context.Context, rounds proxy.RoundStore) (uint16, error) {
+// RoundStore keeps the flow round number across agent restarts (in the bridge's external_ids).
+type RoundStore interface {
+	// LoadRound returns the last saved round, or ok=false when none was saved.
+	LoadRound(ctx context.Context) (round uint16, ok bool, err error)
+	// SaveRound records the round this run installs.
+	SaveRound(ctx context.Context, round uint16) error
+}
+
+// nextRound returns the round this agent run installs: the one after the saved round.
+func nextRound(ctx context.Context, rounds RoundStore) (uint16, error) {
 	prev, ok, err := rounds.LoadRound(ctx)
 	if err != nil {
 		return 0, fmt.Errorf("loading flow round: %w", err)
@@ -92,12 +100,12 @@ func nextRound(ctx context.Context, rounds proxy.RoundStore) (uint16, error) {
 // addresses, routes, rules and the CNI server come with Start.
 func NewDataPath(ctx context.Context, opts DataPathOptions) (*DataPath, error) {
 	cfg := opts.Config
-	round, err := nextRound(ctx, opts.Rounds)
-	if err != nil {
-		return nil, err
+	if opts.Round == 0 {
+		return nil, fmt.Errorf("data path: Round is required")
 	}
-	d := &DataPath{opts: opts, cfg: cfg, host: nodenet.Host{NetNS: opts.HostNetNS}, round: round}
+	d := &DataPath{opts: opts, cfg: cfg, host: nodenet.Host{NetNS: opts.HostNetNS}, round: opts.Round}
 	d.nodePortVIPs, d.serviceVIPs = cfg.NodeNetwork.VirtualIPs()
+	var err error
 	d.gw, err = d.host.EnsureGateway(ctx, opts.OVSDB, nodenet.GatewayConfig{
 		Name: cfg.HostGateway, Bridge: cfg.OVSBridge, MAC: nodenet.GatewayMAC(cfg.NodeName), MTU: cfg.NodeNetwork.MTU,
 		DisableTXChecksumOffload: cfg.OVSDatapathType == config.DatapathNetdev,
@@ -413,12 +421,12 @@ func equalPrefixes(a, b []netip.Prefix) bool {
 // setupDataPath creates the node data path when nodeNetwork is enabled and points the proxier
 // options at its gateway; nil when disabled.
 func setupDataPath(ctx context.Context, cfg *config.AgentConfig, db server.OVSPorts, bridge openflow.Bridge,
-	rounds proxy.RoundStore, opts *proxy.Options) (*DataPath, error) {
+	opts *proxy.Options) (*DataPath, error) {
 	if !cfg.NodeNetwork.Enabled() {
 		klog.InfoS("Node data path disabled (nodeNetwork.enable=false)")
 		return nil, nil
 	}
-	dp, err := NewDataPath(ctx, DataPathOptions{Config: cfg, OVSDB: db, Bridge: bridge, Rounds: rounds})
+	dp, err := NewDataPath(ctx, DataPathOptions{Config: cfg, OVSDB: db, Bridge: bridge, Round: opts.Round})
 	if err != nil {
 		return nil, err
 	}

@@ -29,7 +29,7 @@ func TestNothingProgrammedBeforeCachesSync(t *testing.T) {
 	opts := testOptions()
 	opts.Clock = nil
 	opts.MinSyncInterval = 10 * time.Millisecond
-	p, err := New(opts, b, &memRounds{})
+	p, err := New(opts, b)
 	if err != nil {
 		t.Fatal(err)
 	}

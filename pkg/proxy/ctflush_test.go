@@ -41,7 +41,7 @@ func (b *flushingBridge) take() []string {
 // the Service addresses when a port gets its first endpoint, and never for TCP.
 func TestUDPConntrackFlush(t *testing.T) {
 	b := &flushingBridge{FakeBridge: openflowtest.NewFakeBridge()}
-	p, err := New(testOptions(), b, &memRounds{})
+	p, err := New(testOptions(), b)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -40,8 +40,8 @@ func startFeatureLab(t *testing.T, svcs ...*v1.Service) *featureLab {
 		objs = append(objs, svc, makeSlice(svc.Namespace, svc.Name, svc.Name+"-1", 8080, v1.ProtocolTCP, "http",
 			ep{ip: "10.10.0.11", node: testNode, ready: true}, ep{ip: "10.10.0.12", node: "node-b", ready: true}))
 	}
-	p, err := New(Options{NodeName: testNode, ProxyLoadBalancerIPs: true, MinSyncInterval: 100 * time.Millisecond,
-		FullSyncPeriod: time.Minute}, l.OF, l.Rounds())
+	p, err := New(Options{NodeName: testNode, Round: 1, ProxyLoadBalancerIPs: true, MinSyncInterval: 100 * time.Millisecond,
+		FullSyncPeriod: time.Minute}, l.OF)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -149,7 +149,7 @@ func TestIntegrationHairpin(t *testing.T) {
 	}
 	objs := []runtime.Object{&v1.Node{ObjectMeta: metav1.ObjectMeta{Name: testNode}}, svc,
 		makeSlice("default", "self", "self-1", 8080, v1.ProtocolTCP, "http", ep{ip: pod.IP, node: testNode, ready: true})}
-	p, err := New(Options{NodeName: testNode, MinSyncInterval: 100 * time.Millisecond, FullSyncPeriod: time.Minute}, l.OF, l.Rounds())
+	p, err := New(Options{NodeName: testNode, Round: 1, MinSyncInterval: 100 * time.Millisecond, FullSyncPeriod: time.Minute}, l.OF)
 	if err != nil {
 		t.Fatal(err)
 	}

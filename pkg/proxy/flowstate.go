@@ -4,44 +4,79 @@ import (
 	"sort"
 
 	of "github.com/antrea-proxy/antrea-proxy/pkg/ovs/openflow"
+	"github.com/antrea-proxy/antrea-proxy/pkg/pipeline"
 )
 
-// owner names who owns a set of flows and at most one group: one Service port in one family
-// ("ns/name:port/TCP/v4"), or "base" for node-level flows.
+// owner names who owns a set of flows and groups: one Service port in one family
+// ("ns/name:port/TCP/v4", holding its cluster group and, with a Local traffic policy, its local
+// group), or "base" for node-level flows.
 type owner string
 
 const baseOwner owner = "base"
 
-// flowEntry is one installed flow with the owners that want it. Endpoint DNAT flows are shared:
-// a flow is deleted only when its last owner lets go of it.
+// wantedFlow is the flow one owner wants under a key.
+type wantedFlow struct {
+	flow of.Flow
+	text string // openflow.FormatFlow(flow)
+}
+
+// flowEntry is one installed flow key with the owners that want it. Endpoint DNAT flows are
+// shared: a flow is deleted only when its last owner lets go of it. When owners want different
+// content under one key, the winner's (see flowState.rank) is installed.
 type flowEntry struct {
 	flow   of.Flow
-	text   string // openflow.FormatFlow(flow): what is installed
-	owners map[owner]struct{}
+	text   string // what is installed: the winner's text
+	winner owner
+	owners map[owner]*wantedFlow
 }
+
+// rankFunc orders owners for a contested flow key: negative when a wins over b.
+type rankFunc func(a, b owner) int
 
 // flowState is what the proxier has installed in OVS: flows by key (table, priority, match),
 // each owner's flow keys, and each owner's groups. It changes only through a committed txn, after
-// OVS accepted the bundle.
+// OVS accepted the bundle, and only on the sync goroutine.
 type flowState struct {
 	flows  map[string]*flowEntry
 	owned  map[owner][]string
 	groups map[owner][]*of.Group
-	// preexisting holds group IDs found in OVS at start-up (a previous agent run): adding one of
-	// them must be a modify, and those left unused are deleted after the first sync.
-	preexisting map[uint32]bool
+	// perCategory counts the installed flows by cookie category (Verify).
+	perCategory map[pipeline.Category]int
+	// conflicts holds, per losing owner, the keys it wants with other content than installed
+	// and the winner of each.
+	conflicts map[owner]map[string]owner
+	rank      rankFunc
 }
 
-func newFlowState() *flowState {
+func newFlowState(rank rankFunc) *flowState {
+	if rank == nil {
+		rank = func(a, b owner) int { return compareOwners(a, b) }
+	}
 	return &flowState{
 		flows:       map[string]*flowEntry{},
 		owned:       map[owner][]string{},
 		groups:      map[owner][]*of.Group{},
-		preexisting: map[uint32]bool{},
+		perCategory: map[pipeline.Category]int{},
+		conflicts:   map[owner]map[string]owner{},
+		rank:        rank,
 	}
 }
 
-// txn stages changes to a flowState. Nothing in the state changes until Commit; Ops returns the
+func compareOwners(a, b owner) int {
+	switch {
+	case a == b:
+		return 0
+	case a == baseOwner:
+		return -1
+	case b == baseOwner:
+		return 1
+	case a < b:
+		return -1
+	}
+	return 1
+}
+
+// txn stages changes to a flowState. Nothing in the state changes until commit; ops returns the
 // net difference between the state and the staged result.
 type txn struct {
 	st     *flowState
@@ -50,14 +85,19 @@ type txn struct {
 	groups map[owner][]*of.Group // staged groups
 	// touchedGroups preserves which owners' groups were set, including to nil.
 	touchedGroups map[owner]bool
-	// extra ops appended after flow deletes and before group deletes (round clean-up).
+	// touchedBy lists, per staged key, the owners whose set changed it (op attribution).
+	touchedBy map[string][]owner
+	// preDeletes and preDeleteGroups come first in the bundle (first sync of a run): flows and
+	// group IDs of earlier runs.
+	preDeletes      []of.Op
+	preDeleteGroups []uint32
+	// extraDeletes are appended after flow deletes and before group deletes (round clean-up).
 	extraDeletes []of.Op
-	// dropPreexisting lists pre-existing group IDs to delete in this txn.
-	dropPreexisting []uint32
 }
 
 func (s *flowState) begin() *txn {
-	return &txn{st: s, flows: map[string]*flowEntry{}, owned: map[owner][]string{}, groups: map[owner][]*of.Group{}, touchedGroups: map[owner]bool{}}
+	return &txn{st: s, flows: map[string]*flowEntry{}, owned: map[owner][]string{}, groups: map[owner][]*of.Group{},
+		touchedGroups: map[owner]bool{}, touchedBy: map[string][]owner{}}
 }
 
 func (t *txn) entry(key string) *flowEntry {
@@ -68,9 +108,9 @@ func (t *txn) entry(key string) *flowEntry {
 	if b == nil {
 		return nil
 	}
-	c := &flowEntry{flow: b.flow, text: b.text, owners: make(map[owner]struct{}, len(b.owners))}
-	for o := range b.owners {
-		c.owners[o] = struct{}{}
+	c := &flowEntry{flow: b.flow, text: b.text, winner: b.winner, owners: make(map[owner]*wantedFlow, len(b.owners))}
+	for o, w := range b.owners {
+		c.owners[o] = w
 	}
 	t.flows[key] = c
 	return c
@@ -99,11 +139,13 @@ func (t *txn) set(o owner, groups []*of.Group, flows []of.Flow) {
 		text := of.FormatFlow(&f)
 		e := t.entry(key)
 		if e == nil {
-			e = &flowEntry{owners: map[owner]struct{}{}}
+			e = &flowEntry{owners: map[owner]*wantedFlow{}}
 			t.flows[key] = e
 		}
-		e.flow, e.text = f, text
-		e.owners[o] = struct{}{}
+		if w := e.owners[o]; w == nil || w.text != text {
+			e.owners[o] = &wantedFlow{flow: f, text: text}
+			t.touchedBy[key] = append(t.touchedBy[key], o)
+		}
 	}
 	for _, key := range t.ownedKeys(o) {
 		if seen[key] {
@@ -111,6 +153,7 @@ func (t *txn) set(o owner, groups []*of.Group, flows []of.Flow) {
 		}
 		if e := t.entry(key); e != nil {
 			delete(e.owners, o)
+			t.touchedBy[key] = append(t.touchedBy[key], o)
 			if len(e.owners) == 0 {
 				t.flows[key] = nil
 			}
@@ -124,6 +167,24 @@ func (t *txn) set(o owner, groups []*of.Group, flows []of.Flow) {
 	t.touchedGroups[o] = true
 }
 
+// resolve sets each staged entry's installed content to its winner's.
+func (t *txn) resolve() {
+	for _, e := range t.flows {
+		if e == nil {
+			continue
+		}
+		var best owner
+		first := true
+		for o := range e.owners {
+			if first || t.st.rank(o, best) < 0 {
+				best, first = o, false
+			}
+		}
+		w := e.owners[best]
+		e.flow, e.text, e.winner = w.flow, w.text, best
+	}
+}
+
 func byID(gs []*of.Group) map[uint32]*of.Group {
 	m := make(map[uint32]*of.Group, len(gs))
 	for _, g := range gs {
@@ -132,10 +193,18 @@ func byID(gs []*of.Group) map[uint32]*of.Group {
 	return m
 }
 
-// ops returns the bundle that takes OVS from the committed state to the staged one: group adds
+// ops returns the bundle that takes OVS from the committed state to the staged one and, for
+// each op, the owners it is done for (nil: node-level clean-up): pre-deleted groups, group adds
 // and modifies, flow adds, flow deletes, extra deletes, group deletes.
-func (t *txn) ops() []of.Op {
-	var groupAdds, flowAdds, flowDels, groupDels []of.Op
+func (t *txn) ops() ([]of.Op, [][]owner) {
+	t.resolve()
+	var pre, groupAdds, flowAdds, flowDels, groupDels opList
+	for _, op := range t.preDeletes {
+		pre.add(op, nil)
+	}
+	for _, id := range t.preDeleteGroups {
+		pre.add(of.Op{Kind: of.DeleteGroup, Group: &of.Group{ID: id}}, nil)
+	}
 	owners := make([]owner, 0, len(t.touchedGroups))
 	for o := range t.touchedGroups {
 		owners = append(owners, o)
@@ -143,23 +212,20 @@ func (t *txn) ops() []of.Op {
 	sort.Slice(owners, func(i, j int) bool { return owners[i] < owners[j] })
 	for _, o := range owners {
 		before, after := byID(t.st.groups[o]), t.groups[o]
+		by := []owner{o}
 		for _, g := range after {
 			b := before[g.ID]
 			switch {
 			case b == nil:
-				kind := of.AddGroup
-				if t.st.preexisting[g.ID] {
-					kind = of.ModifyGroup
-				}
-				groupAdds = append(groupAdds, of.Op{Kind: kind, Group: g})
+				groupAdds.add(of.Op{Kind: of.AddGroup, Group: g}, by)
 			case of.FormatGroup(b) != of.FormatGroup(g):
-				groupAdds = append(groupAdds, of.Op{Kind: of.ModifyGroup, Group: g})
+				groupAdds.add(of.Op{Kind: of.ModifyGroup, Group: g}, by)
 			}
 		}
 		stay := byID(after)
 		for _, b := range t.st.groups[o] {
 			if stay[b.ID] == nil {
-				groupDels = append(groupDels, of.Op{Kind: of.DeleteGroup, Group: b})
+				groupDels.add(of.Op{Kind: of.DeleteGroup, Group: b}, by)
 			}
 		}
 	}
@@ -173,28 +239,58 @@ func (t *txn) ops() []of.Op {
 		switch {
 		case after != nil && (before == nil || before.text != after.text):
 			f := after.flow
-			flowAdds = append(flowAdds, of.Op{Kind: of.AddFlow, Flow: &f})
+			flowAdds.add(of.Op{Kind: of.AddFlow, Flow: &f}, []owner{after.winner})
 		case after == nil && before != nil:
 			f := before.flow
-			flowDels = append(flowDels, of.Op{Kind: of.DeleteFlowStrict, Flow: &f})
+			flowDels.add(of.Op{Kind: of.DeleteFlowStrict, Flow: &f}, t.touchedBy[k])
 		}
 	}
-	for _, id := range t.dropPreexisting {
-		groupDels = append(groupDels, of.Op{Kind: of.DeleteGroup, Group: &of.Group{ID: id}})
+	var out opList
+	for _, l := range []*opList{&pre, &groupAdds, &flowAdds, &flowDels} {
+		out.ops, out.by = append(out.ops, l.ops...), append(out.by, l.by...)
 	}
-	ops := append(groupAdds, flowAdds...)
-	ops = append(ops, flowDels...)
-	ops = append(ops, t.extraDeletes...)
-	return append(ops, groupDels...)
+	for _, op := range t.extraDeletes {
+		out.add(op, nil)
+	}
+	out.ops, out.by = append(out.ops, groupDels.ops...), append(out.by, groupDels.by...)
+	return out.ops, out.by
+}
+
+// opList is a list of ops with the owners of each.
+type opList struct {
+	ops []of.Op
+	by  [][]owner
+}
+
+func (l *opList) add(op of.Op, by []owner) {
+	l.ops = append(l.ops, op)
+	l.by = append(l.by, by)
 }
 
 // commit makes the staged state the installed state. Call it only after OVS accepted ops().
 func (t *txn) commit() {
+	t.resolve()
 	for k, e := range t.flows {
+		if b := t.st.flows[k]; b != nil {
+			t.st.perCategory[pipeline.CookieCategory(b.flow.Cookie)]--
+			for o := range b.owners {
+				t.st.dropConflict(o, k)
+			}
+		}
 		if e == nil {
 			delete(t.st.flows, k)
-		} else {
-			t.st.flows[k] = e
+			continue
+		}
+		t.st.flows[k] = e
+		t.st.perCategory[pipeline.CookieCategory(e.flow.Cookie)]++
+		for o, w := range e.owners {
+			t.st.dropConflict(o, k)
+			if w.text != e.text {
+				if t.st.conflicts[o] == nil {
+					t.st.conflicts[o] = map[string]owner{}
+				}
+				t.st.conflicts[o][k] = e.winner
+			}
 		}
 	}
 	for o, keys := range t.owned {
@@ -207,19 +303,23 @@ func (t *txn) commit() {
 	for o := range t.touchedGroups {
 		if gs := t.groups[o]; len(gs) > 0 {
 			t.st.groups[o] = gs
-			for _, g := range gs {
-				delete(t.st.preexisting, g.ID)
-			}
 		} else {
 			delete(t.st.groups, o)
 		}
 	}
-	for _, id := range t.dropPreexisting {
-		delete(t.st.preexisting, id)
+}
+
+func (s *flowState) dropConflict(o owner, key string) {
+	if m := s.conflicts[o]; m != nil {
+		delete(m, key)
+		if len(m) == 0 {
+			delete(s.conflicts, o)
+		}
 	}
 }
 
-// flowCount returns how many flows an owner has installed.
+// flowCount returns how many flows an owner has installed or wants (a lost contested key
+// counts).
 func (s *flowState) flowCount(o owner) int { return len(s.owned[o]) }
 
 // groupCount returns how many groups are installed.
@@ -229,4 +329,37 @@ func (s *flowState) groupCount() int {
 		n += len(gs)
 	}
 	return n
+}
+
+// replayOps returns the bundle that reinstalls the whole state whatever OVS holds: delete
+// this round's flows of our categories and every group ID held, then add every group and flow.
+func (s *flowState) replayOps(round uint16) []of.Op {
+	var ops []of.Op
+	for _, c := range ourCategories {
+		ops = append(ops, of.Op{Kind: of.DeleteFlows, Flow: &of.Flow{
+			Cookie: pipeline.Cookie(round, c, 0), CookieMask: pipeline.RoundMask | pipeline.CategoryMask}})
+	}
+	owners := make([]owner, 0, len(s.groups))
+	for o := range s.groups {
+		owners = append(owners, o)
+	}
+	sort.Slice(owners, func(i, j int) bool { return owners[i] < owners[j] })
+	var adds []of.Op
+	for _, o := range owners {
+		for _, g := range s.groups[o] {
+			ops = append(ops, of.Op{Kind: of.DeleteGroup, Group: &of.Group{ID: g.ID}})
+			adds = append(adds, of.Op{Kind: of.AddGroup, Group: g})
+		}
+	}
+	ops = append(ops, adds...)
+	keys := make([]string, 0, len(s.flows))
+	for k := range s.flows {
+		keys = append(keys, k)
+	}
+	sort.Strings(keys)
+	for _, k := range keys {
+		f := s.flows[k].flow
+		ops = append(ops, of.Op{Kind: of.AddFlow, Flow: &f})
+	}
+	return ops
 }

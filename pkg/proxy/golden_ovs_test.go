@@ -14,8 +14,15 @@ import (
 	"github.com/antrea-proxy/antrea-proxy/test/ovssandbox"
 )
 
+// groupDumper is a bridge that can dump its groups (ofctl and the fake offer it for tests; the
+// proxier never dumps groups).
+type groupDumper interface {
+	of.Bridge
+	DumpGroups(ctx context.Context) ([]of.Group, error)
+}
+
 // canonicalDump renders a bridge's flows and groups canonically, one per line, sorted.
-func canonicalDump(t *testing.T, b of.Bridge) string {
+func canonicalDump(t *testing.T, b groupDumper) string {
 	t.Helper()
 	ctx := context.Background()
 	flows, err := b.DumpFlows(ctx, of.FlowFilter{})
@@ -59,7 +66,7 @@ func TestIntegrationGoldenShapesInRealOVS(t *testing.T) {
 			if tc.opts != nil {
 				tc.opts(&opts)
 			}
-			p, err := New(opts, real, &memRounds{})
+			p, err := New(opts, real)
 			if err != nil {
 				t.Fatal(err)
 			}

@@ -3,7 +3,6 @@ package proxy
 import (
 	"context"
 	"net/netip"
-	"sync"
 	"testing"
 	"time"
 
@@ -19,36 +18,16 @@ import (
 
 const testNode = "node-a"
 
-// memRounds is an in-memory RoundStore.
-type memRounds struct {
-	mu    sync.Mutex
-	round uint16
-	ok    bool
-}
-
-func (m *memRounds) LoadRound(context.Context) (uint16, bool, error) {
-	m.mu.Lock()
-	defer m.mu.Unlock()
-	return m.round, m.ok, nil
-}
-
-func (m *memRounds) SaveRound(_ context.Context, r uint16) error {
-	m.mu.Lock()
-	defer m.mu.Unlock()
-	m.round, m.ok = r, true
-	return nil
-}
-
 type harness struct {
 	t      *testing.T
 	p      *Proxier
 	bridge *openflowtest.FakeBridge
-	rounds *memRounds
 }
 
 func testOptions() Options {
 	return Options{
 		NodeName:             testNode,
+		Round:                1,
 		ProxyLoadBalancerIPs: true,
 		Families:             model.Families{IPv4: true},
 		GatewayOFPort:        2,
@@ -59,12 +38,12 @@ func testOptions() Options {
 
 func newHarness(t *testing.T, opts Options) *harness {
 	t.Helper()
-	return newHarnessOn(t, opts, openflowtest.NewFakeBridge(), &memRounds{})
+	return newHarnessOn(t, opts, openflowtest.NewFakeBridge())
 }
 
-func newHarnessOn(t *testing.T, opts Options, b *openflowtest.FakeBridge, r *memRounds) *harness {
+func newHarnessOn(t *testing.T, opts Options, b *openflowtest.FakeBridge) *harness {
 	t.Helper()
-	p, err := New(opts, b, r)
+	p, err := New(opts, b)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -75,7 +54,7 @@ func newHarnessOn(t *testing.T, opts Options, b *openflowtest.FakeBridge, r *mem
 			{Type: v1.NodeHostName, Address: testNode},
 		}},
 	})
-	return &harness{t: t, p: p, bridge: b, rounds: r}
+	return &harness{t: t, p: p, bridge: b}
 }
 
 func (h *harness) sync() {

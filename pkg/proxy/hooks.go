@@ -10,8 +10,8 @@ import (
 )
 
 // syncResult describes the sync that started at start for a metrics.Observer (metrics,
-// health checks). Call it with p.mu held, after the installed state was committed or, on
-// failure, left alone; computed holds every Service the sync recomputed (nil or empty = gone).
+// health checks). Call it on the sync goroutine, after the installed state was committed or,
+// on failure, left alone; computed holds every Service the sync recomputed (nil or empty = gone).
 func (p *Proxier) syncResult(start time.Time, full bool, drained tracker.Drained, computed map[types.NamespacedName][]desired, err error) metrics.SyncResult {
 	res := metrics.SyncResult{
 		Start:           start,

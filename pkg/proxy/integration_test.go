@@ -37,8 +37,8 @@ func TestIntegrationRealOVS(t *testing.T) {
 			ep{ip: "10.10.0.11", node: testNode, ready: true}, ep{ip: "10.10.0.12", node: testNode, ready: true}))
 	}
 	cs := fake.NewSimpleClientset(objs...)
-	opts := Options{NodeName: testNode, ProxyLoadBalancerIPs: true, MinSyncInterval: 100 * time.Millisecond, FullSyncPeriod: time.Minute}
-	p, err := New(opts, l.OF, l.Rounds())
+	opts := Options{NodeName: testNode, Round: 1, ProxyLoadBalancerIPs: true, MinSyncInterval: 100 * time.Millisecond, FullSyncPeriod: time.Minute}
+	p, err := New(opts, l.OF)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -7,14 +7,26 @@ import (
 	"time"
 
 	v1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/utils/clock"
 
 	"github.com/antrea-proxy/antrea-proxy/pkg/proxy/metrics"
 	"github.com/antrea-proxy/antrea-proxy/pkg/proxy/model"
 )
 
+// EventSink receives the Warning events the proxier raises about a Service (quarantined after
+// OVS rejected its ops, losing a contested flow); pkg/agent turns them into Kubernetes Events.
+type EventSink interface {
+	Warning(svc types.NamespacedName, reason, message string)
+}
+
 // Options configure a Proxier.
 type Options struct {
+	// Round is this run's flow round (cookie bits 48-63), required and non-zero. The caller
+	// saves it before New, so that a failed save can never make a later run reuse it.
+	Round uint16
+	// Events receives Warning events about Services; nil means none.
+	Events EventSink
 	// NodeName is this node; endpoints on it are local and its addresses serve NodePorts.
 	NodeName string
 	// ProxyLoadBalancerIPs is antreaProxy.proxyLoadBalancerIPs (KEP-1860 Option 1).
@@ -58,6 +70,9 @@ func (o *Options) validate() error {
 	var errs []error
 	if o.NodeName == "" {
 		errs = append(errs, errors.New("proxy: NodeName is required"))
+	}
+	if o.Round == 0 {
+		errs = append(errs, errors.New("proxy: Round is required (non-zero)"))
 	}
 	if o.FullSyncPeriod < o.MinSyncInterval {
 		errs = append(errs, fmt.Errorf("proxy: FullSyncPeriod %v is shorter than MinSyncInterval %v", o.FullSyncPeriod, o.MinSyncInterval))

@@ -21,50 +21,58 @@ import (
 	"github.com/antrea-proxy/antrea-proxy/pkg/proxy/tracker"
 )
 
-// RoundStore keeps the flow round number across agent restarts (in the bridge's external_ids).
-type RoundStore interface {
-	// LoadRound returns the last saved round, or ok=false when none was saved.
-	LoadRound(ctx context.Context) (round uint16, ok bool, err error)
-	// SaveRound records the round now installed.
-	SaveRound(ctx context.Context, round uint16) error
-}
-
 // Proxier programs Services into OVS. Create it with New, feed it with informers (Run does that
 // for a clientset) and it syncs on its own goroutine.
+//
+// A sync is four steps (sync.go): gather (drain the trackers, compute the dirty Services),
+// plan (pure: state + desired → one bundle, each op attributed to its owners), apply (the
+// bundle, without p.mu; a rejected Service is quarantined and the rest re-planned) and commit
+// (under p.mu), then after-commit work (conntrack flushes, events, observer) without p.mu.
 type Proxier struct {
 	opts   Options
 	bridge of.Bridge
-	rounds RoundStore
 	track  *tracker.Tracker
 	runner *runner
+	round  uint16
 
-	// mu guards everything below; the sync goroutine holds it while it syncs.
+	// syncSem serializes syncs and replays (capacity 1; a holder is "the sync goroutine").
+	syncSem chan struct{}
+
+	// Owned by whoever holds syncSem; never read by other goroutines.
+	syncNode       *v1.Node
+	services       map[types.NamespacedName]*v1.Service
+	dirty          sets.Set[types.NamespacedName]
+	groups         *groupIDs
+	ownerEndpoints map[owner]selected // what each owner's groups selected at its last sync
+	ownerMeta      map[owner]ownerInfo
+	quarantine     map[types.NamespacedName]*quarantined
+	lastFamilies   model.Families // the families the installed state was computed for
+	started        bool
+	replayOwed     bool     // a replay failed: the next sync replays first
+	stale          []of.Op  // deletes of earlier rounds' flows, sent with the first bundle
+	staleCurrent   []of.Op  // deletes of flows already in this round, first in the first bundle
+	staleGroups    []uint32 // group IDs earlier runs' flows use, deleted by the first bundle
+	retry          *retryTimer
+
+	// mu guards everything below. The state is written only under mu by the syncSem holder,
+	// which may read it without mu.
 	mu        sync.Mutex
 	node      *v1.Node
+	nodeGen   uint64 // bumped by every node update
 	baseDirty bool
-	services  map[types.NamespacedName]*v1.Service
-	dirty     sets.Set[types.NamespacedName]
 	state     *flowState
-	groups    *groupIDs
 	svcOwners map[types.NamespacedName][]owner
-	// ownerEndpoints are the endpoints each owner's groups selected at its last sync (UDP
-	// conntrack clean-up).
-	ownerEndpoints map[owner]selected
-	status         map[types.NamespacedName]*serviceStatus
-	round          uint16
-	// lastFamilies are the families the installed state was computed for.
-	lastFamilies model.Families
-	started      bool
-	// stale holds delete ops for flows of older rounds, sent with the first sync.
-	stale []of.Op
-	// lastSync is when the last successful sync finished.
-	lastSync time.Time
+	status    map[types.NamespacedName]*serviceStatus
+	problems  map[types.NamespacedName]*ServiceProblem
+	// applySeq is odd while a bundle is being applied and not yet committed (Verify).
+	applySeq uint64
+	lastSync time.Time // when the last successful sync finished
 	syncErr  error
 	syncs    int
 }
 
-// New returns a Proxier that installs through bridge and keeps its round in rounds.
-func New(opts Options, bridge of.Bridge, rounds RoundStore) (*Proxier, error) {
+// New returns a Proxier that installs through bridge, in round opts.Round.
+func New(opts Options, bridge of.Bridge) (*Proxier, error) {
 	opts.defaults()
 	if err := opts.validate(); err != nil {
 		return nil, err
@@ -72,18 +80,23 @@ func New(opts Options, bridge of.Bridge, rounds RoundStore) (*Proxier, error) {
 	p := &Proxier{
 		opts:           opts,
 		bridge:         bridge,
-		rounds:         rounds,
+		round:          opts.Round,
 		track:          tracker.New(),
-		baseDirty:      true,
+		syncSem:        make(chan struct{}, 1),
 		services:       map[types.NamespacedName]*v1.Service{},
 		dirty:          sets.New[types.NamespacedName](),
-		state:          newFlowState(),
 		groups:         newGroupIDs(),
-		svcOwners:      map[types.NamespacedName][]owner{},
 		ownerEndpoints: map[owner]selected{},
+		ownerMeta:      map[owner]ownerInfo{},
+		quarantine:     map[types.NamespacedName]*quarantined{},
+		baseDirty:      true,
+		svcOwners:      map[types.NamespacedName][]owner{},
 		status:         map[types.NamespacedName]*serviceStatus{},
+		problems:       map[types.NamespacedName]*ServiceProblem{},
 	}
+	p.state = newFlowState(p.rankOwners)
 	p.runner = newRunner(p.syncOnce, opts.MinSyncInterval, opts.FullSyncPeriod, opts.Clock)
+	p.retry = newRetryTimer(opts.Clock, p.runner.Request)
 	return p, nil
 }
 
@@ -98,6 +111,7 @@ func (p *Proxier) OnNodeUpdate(node *v1.Node) {
 	}
 	p.mu.Lock()
 	p.node = node.DeepCopy()
+	p.nodeGen++
 	p.baseDirty = true
 	p.mu.Unlock()
 	if o := p.opts.Observer; o != nil {

@@ -40,6 +40,20 @@ type ServiceStatus struct {
 	Name     types.NamespacedName
 	Ports    []PortStatus
 	LastSync time.Time
+	// Problem is why the Service is not (entirely) programmed as it asks; nil when it is.
+	Problem *ServiceProblem
+}
+
+// ServiceProblem says why a Service is not programmed as it asks.
+type ServiceProblem struct {
+	// Reason is ProblemOVSRejected or ProblemFlowConflict; Message the details (OVS's error,
+	// or which Service owns the contested match).
+	Reason, Message string
+	// Since is when the problem appeared.
+	Since time.Time
+	// Retries and NextRetry describe a quarantine's retries (OVSRejected).
+	Retries   int
+	NextRetry time.Time
 }
 
 func (p *Proxier) makeStatus(want []desired, now time.Time) *serviceStatus {
@@ -76,23 +90,34 @@ func (p *Proxier) makeStatus(want []desired, now time.Time) *serviceStatus {
 	return st
 }
 
-// Services returns the installed state of every programmed Service.
+// Services returns the installed state of every programmed Service, and of every Service
+// with a problem (a quarantined Service that was never installed has no ports).
 func (p *Proxier) Services() []ServiceStatus {
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	out := make([]ServiceStatus, 0, len(p.status))
 	for nn, st := range p.status {
-		out = append(out, ServiceStatus{Name: nn, Ports: append([]PortStatus(nil), st.ports...), LastSync: st.lastSync})
+		out = append(out, ServiceStatus{Name: nn, Ports: append([]PortStatus(nil), st.ports...), LastSync: st.lastSync,
+			Problem: copyProblem(p.problems[nn])})
+	}
+	for nn, pr := range p.problems {
+		if p.status[nn] == nil {
+			out = append(out, ServiceStatus{Name: nn, Problem: copyProblem(pr)})
+		}
 	}
 	return out
 }
 
-// Round returns this run's flow round (0 before start-up).
-func (p *Proxier) Round() uint16 {
-	p.mu.Lock()
-	defer p.mu.Unlock()
-	return p.round
+func copyProblem(pr *ServiceProblem) *ServiceProblem {
+	if pr == nil {
+		return nil
+	}
+	c := *pr
+	return &c
 }
+
+// Round returns this run's flow round (Options.Round).
+func (p *Proxier) Round() uint16 { return p.round }
 
 // ServiceFlows returns the flows and groups installed for one Service: its ServiceLB flows, its
 // NodePort, LB and ExternalIP flows, the endpoint DNAT flows it uses, and its groups.

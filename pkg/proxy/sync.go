@@ -2,9 +2,9 @@ package proxy
 
 import (
 	"context"
-	"fmt"
 	"net/netip"
 	"sort"
+	"time"
 
 	v1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/types"
@@ -21,68 +21,6 @@ import (
 // bigSyncOps is the bundle size from which a sync tells the user what it is doing.
 const bigSyncOps = 2000
 
-// ourCategories are the cookie categories this proxier owns and cleans up across rounds.
-var ourCategories = []pipeline.Category{pipeline.CategoryBase, pipeline.CategoryService, pipeline.CategoryEndpoint}
-
-// start picks this run's round and prepares the clean-up of what earlier runs left in OVS.
-func (p *Proxier) start(ctx context.Context) error {
-	prev, ok, err := p.rounds.LoadRound(ctx)
-	if err != nil {
-		return fmt.Errorf("loading flow round: %w", err)
-	}
-	round := uint16(1)
-	if ok {
-		round = prev + 1
-		if round == 0 {
-			round = 1
-		}
-	}
-	flows, err := p.bridge.DumpFlows(ctx, of.FlowFilter{})
-	if err != nil {
-		return fmt.Errorf("dumping existing flows: %w", err)
-	}
-	type rc struct {
-		round uint16
-		cat   pipeline.Category
-	}
-	staleSet := map[rc]bool{}
-	for _, f := range flows {
-		cat, r := pipeline.CookieCategory(f.Cookie), pipeline.CookieRound(f.Cookie)
-		for _, c := range ourCategories {
-			if cat == c && r != round {
-				staleSet[rc{r, cat}] = true
-			}
-		}
-	}
-	var stale []rc
-	for k := range staleSet {
-		stale = append(stale, k)
-	}
-	sort.Slice(stale, func(i, j int) bool {
-		if stale[i].round != stale[j].round {
-			return stale[i].round < stale[j].round
-		}
-		return stale[i].cat < stale[j].cat
-	})
-	p.stale = nil
-	for _, s := range stale {
-		p.stale = append(p.stale, of.Op{Kind: of.DeleteFlows, Flow: &of.Flow{
-			Cookie:     pipeline.Cookie(s.round, s.cat, 0),
-			CookieMask: pipeline.RoundMask | pipeline.CategoryMask,
-		}})
-	}
-	groups, err := p.bridge.DumpGroups(ctx)
-	if err != nil {
-		return fmt.Errorf("dumping existing groups: %w", err)
-	}
-	for _, g := range groups {
-		p.state.preexisting[g.ID] = true
-	}
-	p.round = round
-	klog.InfoS("Starting flow round", "round", round, "previousRound", prev, "staleRounds", len(stale), "existingGroups", len(groups))
-	return nil
-}
-
 func (p *Proxier) nodeConfig() pipeline.NodeConfig {
 	return pipeline.NodeConfig{
 		Round:             p.round,
@@ -91,9 +29,9 @@ func (p *Proxier) nodeConfig() pipeline.NodeConfig {
 		GatewayOFPort:     p.opts.GatewayOFPort,
 		GatewayIPv4:       p.opts.GatewayIPv4,
 		GatewayIPv6:       p.opts.GatewayIPv6,
-		NodePortAddresses: nodePortAddresses(p.node, p.opts.NodePortAddresses, p.families()),
+		NodePortAddresses: nodePortAddresses(p.syncNode, p.opts.NodePortAddresses, p.families()),
 		NodeName:          p.opts.NodeName,
-		Zone:              nodeZone(p.node),
+		Zone:              nodeZone(p.syncNode),
 	}
 }
 
@@ -104,10 +42,10 @@ func (p *Proxier) families() model.Families {
 		return p.opts.Families
 	}
 	var f model.Families
-	if p.node != nil {
-		cidrs := p.node.Spec.PodCIDRs
-		if len(cidrs) == 0 && p.node.Spec.PodCIDR != "" {
-			cidrs = []string{p.node.Spec.PodCIDR}
+	if p.syncNode != nil {
+		cidrs := p.syncNode.Spec.PodCIDRs
+		if len(cidrs) == 0 && p.syncNode.Spec.PodCIDR != "" {
+			cidrs = []string{p.syncNode.Spec.PodCIDR}
 		}
 		for _, c := range cidrs {
 			if pr, err := netip.ParsePrefix(c); err == nil {
@@ -116,7 +54,7 @@ func (p *Proxier) families() model.Families {
 			}
 		}
 		if !f.IPv4 && !f.IPv6 {
-			for _, a := range p.node.Status.Addresses {
+			for _, a := range p.syncNode.Status.Addresses {
 				if a.Type != v1.NodeInternalIP {
 					continue
 				}
@@ -165,6 +103,7 @@ func (p *Proxier) computeService(nn types.NamespacedName) ([]desired, string) {
 	if svc == nil {
 		return nil, "deleted"
 	}
+	created := svc.CreationTimestamp.Time
 	if skip, why := model.ShouldSkipService(svc, p.opts.ServiceProxyName, p.opts.Skip); skip {
 		return nil, why
 	}
@@ -179,6 +118,7 @@ func (p *Proxier) computeService(nn types.NamespacedName) ([]desired, string) {
 				continue
 			}
 			o := ownerOf(sp.Name, ipv6)
+			p.ownerMeta[o] = ownerInfo{name: nn, created: created}
 			in := pipeline.ServicePortInput{Port: sp, Endpoints: eps[sp.Name], IPv6: ipv6, GroupID: p.groups.get(o)}
 			if sp.InternalPolicyLocal || sp.ExternalPolicyLocal {
 				in.LocalGroupID = p.groups.get(localOwner(o))
@@ -202,50 +142,102 @@ func hasFamily(ips []netip.Addr, ipv6 bool) bool {
 	return false
 }
 
-// syncOnce drains the trackers and installs the difference, then tells the observer. On
-// failure nothing is recorded as installed and the same Services are retried by the next sync.
+// syncInput is what one sync works on, gathered on the sync goroutine.
+type syncInput struct {
+	start   time.Time
+	full    bool
+	first   bool
+	drained tracker.Drained
+	nodeGen uint64
+	// base is the node-level flows to set (setBase false: unchanged).
+	setBase bool
+	base    []of.Flow
+	// names are the Services planned, sorted; computed their desired state (nil = gone).
+	names    []types.NamespacedName
+	computed map[types.NamespacedName][]desired
+	// stale, staleCurrent and staleGroups are the first bundle's clean-up.
+	stale, staleCurrent []of.Op
+	staleGroups         []uint32
+}
+
+// syncOnce runs one sync and tells the observer. On failure nothing is recorded as installed
+// and the same Services are retried by the next sync.
 func (p *Proxier) syncOnce(ctx context.Context, full bool) error {
-	res, err := p.syncLocked(ctx, full)
+	select {
+	case p.syncSem <- struct{}{}:
+	case <-ctx.Done():
+		return ctx.Err()
+	}
+	defer func() { <-p.syncSem }()
+	if p.replayOwed {
+		if err := p.replay(ctx); err != nil {
+			p.setSyncErr(err)
+			return err
+		}
+	}
+	res, err := p.sync(ctx, full)
 	if o := p.opts.Observer; o != nil {
 		o.SyncDone(res)
 	}
 	return err
 }
 
-func (p *Proxier) syncLocked(ctx context.Context, full bool) (metrics.SyncResult, error) {
-	p.mu.Lock()
-	defer p.mu.Unlock()
+// sync is one pass of gather, plan + apply, commit and after-commit work.
+func (p *Proxier) sync(ctx context.Context, full bool) (metrics.SyncResult, error) {
 	start := p.opts.Clock.Now()
 	if !p.started {
 		if err := p.start(ctx); err != nil {
-			p.syncErr = err
+			p.setSyncErr(err)
 			klog.ErrorS(err, "Proxier start-up failed; will retry")
 			return p.syncResult(start, full, tracker.Drained{}, nil, err), err
 		}
 		p.started = true
 		full = true
 	}
-	drained := p.track.Drain()
-	for nn, ch := range drained.ServiceChanges {
+	in := p.gather(start, full)
+	p.beginApply()
+	pl, rejected, err := p.planAndApply(ctx, in)
+	if err != nil {
+		p.endApply()
+		p.setSyncErr(err)
+		klog.ErrorS(err, "Installing flows failed; will retry", "services", len(in.names))
+		return p.syncResult(start, in.full, in.drained, nil, err), err
+	}
+	flushes, events := p.commit(in, pl, rejected)
+	p.afterCommit(ctx, flushes, events)
+	included := make(map[types.NamespacedName][]desired, len(pl.included))
+	for _, nn := range pl.included {
+		included[nn] = in.computed[nn]
+	}
+	klog.V(2).InfoS("Synced", "full", in.full, "services", len(pl.included), "quarantined", len(rejected),
+		"ops", len(pl.ops), "duration", p.opts.Clock.Since(start))
+	return p.syncResult(start, in.full, in.drained, included, nil), nil
+}
+
+// gather drains the trackers, takes this sync's node snapshot, marks dirty Services and
+// computes the desired state of those due (a quarantined Service waits for its retry time).
+func (p *Proxier) gather(start time.Time, full bool) *syncInput {
+	p.mu.Lock()
+	p.syncNode = p.node
+	in := &syncInput{start: start, full: full, first: p.syncs == 0, nodeGen: p.nodeGen}
+	in.setBase = full || p.baseDirty || in.first
+	p.mu.Unlock()
+	in.drained = p.track.Drain()
+	for nn, ch := range in.drained.ServiceChanges {
 		if ch.Current == nil {
 			delete(p.services, nn)
 		} else {
 			p.services[nn] = ch.Current
 		}
 	}
-	p.dirty = p.dirty.Union(drained.Services())
-	first := p.syncs == 0
-	if full {
-		for nn := range p.services {
-			p.dirty.Insert(nn)
-		}
-		for nn := range p.svcOwners {
-			p.dirty.Insert(nn)
-		}
-	}
+	p.dirty = p.dirty.Union(in.drained.Services())
+	all := full
 	if fam := p.families(); fam != p.lastFamilies {
 		// The served families changed (the Node got its podCIDRs): every Service changes.
 		p.lastFamilies = fam
+		all = true
+	}
+	if all {
 		for nn := range p.services {
 			p.dirty.Insert(nn)
 		}
@@ -253,108 +245,28 @@ func (p *Proxier) syncLocked(ctx context.Context, full bool) (metrics.SyncResult
 			p.dirty.Insert(nn)
 		}
 	}
-	tx := p.state.begin()
-	if full || p.baseDirty {
-		tx.set(baseOwner, nil, pipeline.BaseFlows(p.nodeConfig()))
+	if in.setBase {
+		in.base = pipeline.BaseFlows(p.nodeConfig())
 	}
-	newOwners := map[types.NamespacedName][]owner{}
-	var released []owner
-	computed := map[types.NamespacedName][]desired{}
+	in.computed = map[types.NamespacedName][]desired{}
 	for _, nn := range sortedNames(p.dirty) {
-		want, _ := p.computeService(nn)
-		computed[nn] = want
-		keep := map[owner]bool{}
-		for _, d := range want {
-			keep[d.owner] = true
-			flows := append(append([]of.Flow(nil), d.flows.Flows...), d.flows.EndpointFlows...)
-			tx.set(d.owner, d.flows.Groups, flows)
-			newOwners[nn] = append(newOwners[nn], d.owner)
-		}
-		for _, o := range p.svcOwners[nn] {
-			if !keep[o] {
-				tx.set(o, nil, nil)
-				released = append(released, o)
-			}
-		}
-	}
-	if first {
-		tx.extraDeletes = p.stale
-		used := map[uint32]bool{}
-		for _, gs := range tx.groups {
-			for _, g := range gs {
-				used[g.ID] = true
-			}
-		}
-		for id := range p.state.preexisting {
-			if !used[id] {
-				tx.dropPreexisting = append(tx.dropPreexisting, id)
-			}
-		}
-		sort.Slice(tx.dropPreexisting, func(i, j int) bool { return tx.dropPreexisting[i] < tx.dropPreexisting[j] })
-	}
-	ops := tx.ops()
-	if len(ops) > 0 {
-		big := len(ops) >= bigSyncOps
-		if big {
-			klog.InfoS("Installing a large batch of flows and groups in one bundle", "ops", len(ops), "services", p.dirty.Len(), "full", full)
-		}
-		applyStart := p.opts.Clock.Now()
-		err := p.bridge.Apply(ctx, ops)
-		if big && err == nil {
-			klog.InfoS("Installed the batch", "ops", len(ops), "duration", p.opts.Clock.Since(applyStart))
-		}
-		if err != nil {
-			p.syncErr = err
-			klog.ErrorS(err, "Installing flows failed; will retry", "services", p.dirty.Len(), "ops", len(ops))
-			return p.syncResult(start, full, drained, computed, err), err
-		}
-	}
-	tx.commit()
-	var flushes []udpFlush
-	npAddrs := p.nodeConfig().NodePortAddresses
-	for _, want := range computed {
-		for _, d := range want {
-			flushes = append(flushes, udpFlushes(d, p.ownerEndpoints[d.owner].endpoints, npAddrs)...)
-		}
-	}
-	for _, o := range released {
-		flushes = append(flushes, goneFlushes(p.ownerEndpoints[o])...)
-		delete(p.ownerEndpoints, o)
-	}
-	for _, want := range computed {
-		for _, d := range want {
-			p.ownerEndpoints[d.owner] = selectedOf(d)
-		}
-	}
-	p.flushConntrack(ctx, flushes)
-	if first {
-		p.stale = nil
-		if err := p.rounds.SaveRound(ctx, p.round); err != nil {
-			// The flows are installed; a lost round only means the next start also cleans this one.
-			klog.ErrorS(err, "Saving flow round failed", "round", p.round)
-		}
-	}
-	for _, o := range released {
-		p.groups.release(o)
-		p.groups.release(localOwner(o))
-	}
-	now := p.opts.Clock.Now()
-	for nn, want := range computed {
-		if len(newOwners[nn]) == 0 {
-			delete(p.svcOwners, nn)
-			delete(p.status, nn)
+		if q := p.quarantine[nn]; q != nil && p.services[nn] != nil && start.Before(q.next) {
 			continue
 		}
-		p.svcOwners[nn] = newOwners[nn]
-		p.status[nn] = p.makeStatus(want, now)
+		want, _ := p.computeService(nn)
+		in.names = append(in.names, nn)
+		in.computed[nn] = want
 	}
-	p.dirty = sets.New[types.NamespacedName]()
-	p.baseDirty = false
-	p.syncErr = nil
-	p.lastSync = now
-	p.syncs++
-	klog.V(2).InfoS("Synced", "full", full, "services", len(computed), "ops", len(ops), "duration", now.Sub(start))
-	return p.syncResult(start, full, drained, computed, nil), nil
+	if in.first {
+		in.stale, in.staleCurrent, in.staleGroups = p.stale, p.staleCurrent, p.staleGroups
+	}
+	return in
+}
+
+func (p *Proxier) setSyncErr(err error) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	p.syncErr = err
 }
 
 func sortedNames(s sets.Set[types.NamespacedName]) []types.NamespacedName {

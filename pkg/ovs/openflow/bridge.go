@@ -61,12 +61,13 @@ type FlowFilter struct {
 	CookieMask uint64
 }
 
-// Bridge is the narrow interface through which the agent programs an OpenFlow switch.
+// Bridge is the narrow interface through which the agent programs an OpenFlow switch. It has
+// no group dump on purpose: ovs-vswitchd 3.1 aborts when asked to dump a group whose
+// description exceeds 64 KiB, so production code never dumps groups (implementations may offer
+// one for tests).
 type Bridge interface {
 	// Apply executes ops in order as one atomic transaction: either all take effect or none.
 	Apply(ctx context.Context, ops []Op) error
 	// DumpFlows returns the flows selected by filter.
 	DumpFlows(ctx context.Context, filter FlowFilter) ([]Flow, error)
-	// DumpGroups returns every group.
-	DumpGroups(ctx context.Context) ([]Group, error)
 }

@@ -3,8 +3,9 @@
 // FakeBridge is a fake with real state, not a mock: it keeps the flows and groups that Apply
 // installs, enforces the OpenFlow/OVS rules a real switch enforces (atomic batches, group
 // existence, replace-on-add, no-op strict modify of a missing flow, ...), and renders its whole
-// state canonically for golden tests. Faults can be injected with FailNextApply and
-// SetApplyHook, and every Apply call is recorded so tests can count what a sync sent.
+// state canonically for golden tests. Faults can be injected with FailNextApply, SetApplyHook
+// and RejectOps, the state losses of OVS reproduced with Wipe (vswitchd restart) and ClearFlows
+// (del-flows), and every Apply call is recorded so tests can count what a sync sent.
 package openflowtest
 
 import (
@@ -55,9 +56,13 @@ type FakeBridge struct {
 	calls    [][]openflow.Op
 	failNext error
 	hook     func(ops []openflow.Op) error
+	reject   func(op openflow.Op) error
 }
 
-var _ openflow.Bridge = (*FakeBridge)(nil)
+var (
+	_ openflow.Bridge      = (*FakeBridge)(nil)
+	_ openflow.FlowCounter = (*FakeBridge)(nil)
+)
 
 // NewFakeBridge returns an empty fake switch.
 func NewFakeBridge() *FakeBridge {
@@ -82,6 +87,56 @@ func (b *FakeBridge) SetApplyHook(fn func(ops []openflow.Op) error) {
 	b.mu.Lock()
 	defer b.mu.Unlock()
 	b.hook = fn
+}
+
+// RejectOps makes every later Apply fail, changing nothing, when pred returns an error for one
+// of its ops: the Apply returns an *OpError naming the index of the first such op (as OVS names
+// the op it refused) and wrapping pred's error. Unlike FailNextApply it stays armed until
+// RejectOps(nil). It runs after the apply hook and before the ops are validated.
+func (b *FakeBridge) RejectOps(pred func(op openflow.Op) error) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	b.reject = pred
+}
+
+// Wipe removes every flow and group, as a restart of ovs-vswitchd without flow restore leaves
+// the bridge. Recorded calls and fault injections stay.
+func (b *FakeBridge) Wipe() {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	b.st = &state{flows: map[flowKey]openflow.Flow{}, groups: map[uint32]openflow.Group{}}
+}
+
+// ClearFlows removes the flows filter selects (the zero filter: every flow) and keeps every
+// group, as `ovs-ofctl del-flows` does.
+func (b *FakeBridge) ClearFlows(filter openflow.FlowFilter) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	next := b.st.clone()
+	sel := filterFunc(filter)
+	for k, f := range next.flows {
+		if sel(&f) {
+			delete(next.flows, k)
+		}
+	}
+	b.st = next
+}
+
+// CountFlows returns how many flows filter selects (see DumpFlows for the filter's meaning).
+func (b *FakeBridge) CountFlows(ctx context.Context, filter openflow.FlowFilter) (int, error) {
+	if err := ctx.Err(); err != nil {
+		return 0, err
+	}
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	sel := filterFunc(filter)
+	n := 0
+	for _, f := range b.st.flows {
+		if sel(&f) {
+			n++
+		}
+	}
+	return n, nil
 }
 
 // Apply executes ops in order as one transaction, validating each op against the state left by
@@ -110,6 +165,13 @@ func (b *FakeBridge) Apply(ctx context.Context, ops []openflow.Op) error {
 
 	b.mu.Lock()
 	defer b.mu.Unlock()
+	if b.reject != nil {
+		for i, op := range ops {
+			if err := b.reject(op); err != nil {
+				return &OpError{Index: i, Kind: op.Kind, Object: opObject(op), Err: err}
+			}
+		}
+	}
 	next := b.st.clone()
 	for i, op := range ops {
 		if err := next.apply(op); err != nil {

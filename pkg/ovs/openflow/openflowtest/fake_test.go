@@ -675,3 +675,74 @@ func TestConcurrentUse(t *testing.T) {
 	mustApply(t, b, delGroup(1))
 	require.Equal(t, 0, b.FlowCount())
 }
+
+func TestRejectOps(t *testing.T) {
+	b := seeded(t)
+	before := b.Dump()
+	bad := errors.New("OFPBAC_BAD_ARGUMENT")
+	b.RejectOps(func(op openflow.Op) error {
+		if op.Kind == openflow.AddFlow && op.Flow.Match.TpDst == 81 {
+			return bad
+		}
+		return nil
+	})
+	good := tcpFlow(1, 100, 0x5, "10.96.0.5/32", 80, openflow.Normal{})
+	rejected := tcpFlow(1, 100, 0x5, "10.96.0.5/32", 81, openflow.Normal{})
+	err := b.Apply(ctx, []openflow.Op{addFlow(good), addFlow(rejected), addFlow(rejected)})
+	require.ErrorIs(t, err, bad)
+	idx, ok := openflow.RejectedOpIndex(err)
+	require.True(t, ok)
+	require.Equal(t, 1, idx)
+	require.Equal(t, before, b.Dump(), "a rejected batch changes nothing")
+	// Still armed: ops the predicate accepts go through.
+	mustApply(t, b, addFlow(good))
+	require.Equal(t, 4, b.FlowCount())
+	b.RejectOps(nil)
+	mustApply(t, b, addFlow(rejected))
+	require.Equal(t, 5, b.FlowCount())
+}
+
+func TestWipeAndClearFlows(t *testing.T) {
+	b := seeded(t)
+	require.Equal(t, 3, b.FlowCount())
+	require.Equal(t, 1, b.GroupCount())
+	b.ClearFlows(openflow.FlowFilter{Cookie: 0x1, CookieMask: 0xf})
+	n, err := b.CountFlows(ctx, openflow.FlowFilter{})
+	require.NoError(t, err)
+	require.Equal(t, 1, n, "only the flow whose cookie the filter does not select stays")
+	require.Equal(t, 1, b.GroupCount(), "del-flows keeps groups")
+	b.ClearFlows(openflow.FlowFilter{})
+	require.Equal(t, 0, b.FlowCount())
+	require.Equal(t, 1, b.GroupCount())
+	// The group survived, so adding it again fails as in OVS.
+	require.ErrorIs(t, b.Apply(ctx, []openflow.Op{addGroup(seedGroup())}), ErrGroupExists)
+	b.Wipe()
+	require.Equal(t, 0, b.GroupCount())
+	mustApply(t, b, addGroup(seedGroup()), addFlow(seedA()))
+	require.Equal(t, 1, b.FlowCount())
+}
+
+func TestCountFlows(t *testing.T) {
+	b := seeded(t)
+	for _, tc := range []struct {
+		filter openflow.FlowFilter
+		want   int
+	}{
+		{openflow.FlowFilter{}, 3},
+		{openflow.FlowFilter{Cookie: 0x1}, 2},
+		{openflow.FlowFilter{Cookie: 0x2}, 1},
+		{openflow.FlowFilter{Table: 2, TableSet: true}, 1},
+		{openflow.FlowFilter{Cookie: 0x3}, 0},
+	} {
+		n, err := b.CountFlows(ctx, tc.filter)
+		require.NoError(t, err)
+		flows, err := b.DumpFlows(ctx, tc.filter)
+		require.NoError(t, err)
+		require.Equal(t, tc.want, n, "filter %+v", tc.filter)
+		require.Len(t, flows, n, "CountFlows and DumpFlows agree for %+v", tc.filter)
+	}
+	cancelled, cancel := context.WithCancel(ctx)
+	cancel()
+	_, err := b.CountFlows(cancelled, openflow.FlowFilter{})
+	require.ErrorIs(t, err, context.Canceled)
+}

@@ -1,0 +1,91 @@
+package proxy
+
+import (
+	"context"
+	"time"
+
+	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/klog/v2"
+)
+
+// commit records what OVS accepted (under p.mu) and returns the after-commit work: the UDP
+// conntrack flushes and the events to raise.
+func (p *Proxier) commit(in *syncInput, pl *plan, rejected map[types.NamespacedName]string) ([]udpFlush, []serviceEvent) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	pl.tx.commit()
+	p.endApplyLocked()
+	flushes := p.collectFlushes(in, pl)
+	for _, o := range pl.released {
+		p.groups.release(o)
+		p.groups.release(localOwner(o))
+		delete(p.ownerMeta, o)
+	}
+	now := p.opts.Clock.Now()
+	for _, nn := range pl.included {
+		p.dirty.Delete(nn)
+		delete(p.quarantine, nn)
+		if len(pl.newOwners[nn]) == 0 {
+			delete(p.svcOwners, nn)
+			delete(p.status, nn)
+			continue
+		}
+		p.svcOwners[nn] = pl.newOwners[nn]
+		p.status[nn] = p.makeStatus(in.computed[nn], now)
+	}
+	p.quarantineRejected(rejected, now)
+	events := p.updateProblems(now)
+	if in.first {
+		p.stale, p.staleCurrent, p.staleGroups = nil, nil, nil
+	}
+	if p.nodeGen == in.nodeGen {
+		p.baseDirty = false
+	}
+	p.syncErr = nil
+	p.lastSync = now
+	p.syncs++
+	return flushes, events
+}
+
+// collectFlushes returns the UDP conntrack entries the committed plan made stale and records
+// what each planned owner's groups now select.
+func (p *Proxier) collectFlushes(in *syncInput, pl *plan) []udpFlush {
+	var flushes []udpFlush
+	npAddrs := p.nodeConfig().NodePortAddresses
+	for _, nn := range pl.included {
+		for _, d := range in.computed[nn] {
+			flushes = append(flushes, udpFlushes(d, p.ownerEndpoints[d.owner].endpoints, npAddrs)...)
+		}
+	}
+	for _, o := range pl.released {
+		flushes = append(flushes, goneFlushes(p.ownerEndpoints[o])...)
+		delete(p.ownerEndpoints, o)
+	}
+	for _, nn := range pl.included {
+		for _, d := range in.computed[nn] {
+			p.ownerEndpoints[d.owner] = selectedOf(d)
+		}
+	}
+	return flushes
+}
+
+// afterCommit runs, without p.mu, what a committed sync owes: conntrack flushes, events and
+// the timer of the next quarantine retry.
+func (p *Proxier) afterCommit(ctx context.Context, flushes []udpFlush, events []serviceEvent) {
+	p.flushConntrack(ctx, flushes)
+	for _, e := range events {
+		klog.InfoS("Service problem", "service", e.svc, "reason", e.reason, "message", e.message)
+		if p.opts.Events != nil {
+			p.opts.Events.Warning(e.svc, e.reason, e.message)
+		}
+	}
+	var next time.Time
+	for _, q := range p.quarantine {
+		if next.IsZero() || q.next.Before(next) {
+			next = q.next
+		}
+	}
+	if !next.IsZero() {
+		p.retry.arm(next)
+	}
+}

@@ -1,0 +1,91 @@
+package proxy
+
+import (
+	"context"
+	"fmt"
+
+	"k8s.io/klog/v2"
+
+	of "github.com/antrea-proxy/antrea-proxy/pkg/ovs/openflow"
+	"github.com/antrea-proxy/antrea-proxy/pkg/pipeline"
+)
+
+// Name names the proxier as an owner of OVS state (healer.Owner).
+func (p *Proxier) Name() string { return "proxier" }
+
+// Verify compares, per cookie category of this round (base, service, endpoint), the flows OVS
+// holds (counted through c) with those the proxier installed; false means OVS lost some and a
+// Replay is needed. Groups cannot be counted; a lost group shows through its lost flows (OVS
+// deletes the flows of a deleted group). While a bundle is in flight, and before the first sync,
+// it reports true: it cannot tell.
+func (p *Proxier) Verify(ctx context.Context, c of.FlowCounter) (bool, error) {
+	p.mu.Lock()
+	seq, synced := p.applySeq, p.syncs > 0
+	want := make(map[pipeline.Category]int, len(ourCategories))
+	for _, cat := range ourCategories {
+		want[cat] = p.state.perCategory[cat]
+	}
+	p.mu.Unlock()
+	if !synced || seq%2 == 1 {
+		return true, nil
+	}
+	got := make(map[pipeline.Category]int, len(ourCategories))
+	for _, cat := range ourCategories {
+		n, err := c.CountFlows(ctx, of.FlowFilter{Cookie: pipeline.Cookie(p.round, cat, 0), CookieMask: pipeline.RoundMask | pipeline.CategoryMask})
+		if err != nil {
+			return false, fmt.Errorf("counting %s flows: %w", cat, err)
+		}
+		got[cat] = n
+	}
+	p.mu.Lock()
+	changed := p.applySeq != seq
+	p.mu.Unlock()
+	if changed {
+		return true, nil
+	}
+	for _, cat := range ourCategories {
+		if got[cat] != want[cat] {
+			klog.InfoS("OVS holds other flows than the proxier installed", "category", cat, "installed", want[cat], "inOVS", got[cat])
+			return false, nil
+		}
+	}
+	return true, nil
+}
+
+// Replay reinstalls everything the proxier has installed, in one bundle, whatever OVS holds
+// now: it deletes this round's flows of our categories and every group ID it holds, then adds
+// every group and flow. It runs serialized with the syncs (it waits for a running sync) and
+// returns when the bundle is applied or ctx is done. Before the first sync it does nothing.
+// When it fails, the next sync replays first.
+func (p *Proxier) Replay(ctx context.Context) error {
+	select {
+	case p.syncSem <- struct{}{}:
+	case <-ctx.Done():
+		return ctx.Err()
+	}
+	defer func() { <-p.syncSem }()
+	return p.replay(ctx)
+}
+
+// replay runs with syncSem held.
+func (p *Proxier) replay(ctx context.Context) error {
+	p.mu.Lock()
+	synced := p.syncs > 0
+	p.mu.Unlock()
+	if !synced {
+		return nil
+	}
+	ops := p.state.replayOps(p.round)
+	start := p.opts.Clock.Now()
+	p.beginApply()
+	err := p.bridge.Apply(ctx, ops)
+	p.endApply()
+	if err != nil {
+		p.replayOwed = true
+		return fmt.Errorf("replaying %d ops: %w", len(ops), err)
+	}
+	p.replayOwed = false
+	klog.InfoS("Replayed the proxier's flows and groups", "ops", len(ops), "flows", len(p.state.flows),
+		"groups", p.state.groupCount(), "duration", p.opts.Clock.Since(start))
+	return nil
+}

@@ -50,7 +50,7 @@ func Setup(ctx context.Context, cfg *config.AgentConfig) (*Components, error) {
 		db.Close()
 		return nil, err
 	}
-	if opts.Round, err = saveNextRound(ctx, ovsdb.RoundStore{Client: db, Bridge: cfg.OVSBridge}); err != nil {
+	if opts.Round, err = SaveNextRound(ctx, ovsdb.RoundStore{Client: db, Bridge: cfg.OVSBridge}); err != nil {
 		db.Close()
 		return nil, err
 	}
@@ -71,9 +71,9 @@ func Setup(ctx context.Context, cfg *config.AgentConfig) (*Components, error) {
 	return &Components{OVSDB: db, Proxier: p, DataPath: dp, observers: obs}, nil
 }
 
-// saveNextRound computes this run's flow round and saves it, retrying until OVSDB answers,
+// SaveNextRound computes this run's flow round and saves it, retrying until OVSDB answers,
 // before anything is installed: a failed save can never make a later run reuse the round.
-func saveNextRound(ctx context.Context, rounds RoundStore) (uint16, error) {
+func SaveNextRound(ctx context.Context, rounds RoundStore) (uint16, error) {
 	round, err := nextRound(ctx, rounds)
 	if err != nil {
 		return 0, err

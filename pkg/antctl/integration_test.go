@@ -29,11 +29,6 @@ import (
 
 const itNode = "node-a"
 
-// noRounds keeps the flow round in memory.
-type noRounds struct{}
-
-func (noRounds) LoadRound(context.Context) (uint16, bool, error) { return 0, false, nil }
-func (noRounds) SaveRound(context.Context, uint16) error         { return nil }
 
 func lbIngress(ip, host, mode string) v1.LoadBalancerIngress {
 	ing := v1.LoadBalancerIngress{IP: ip, Hostname: host}
@@ -104,8 +99,8 @@ func startITAgent(t *testing.T, ctx context.Context, o *ovssandbox.Instance, cs 
 	if err := o.WaitForBridge(br); err != nil {
 		t.Fatal(err)
 	}
-	p, err := proxy.New(proxy.Options{NodeName: itNode, ProxyLoadBalancerIPs: proxyLB, MinSyncInterval: 50 * time.Millisecond, FullSyncPeriod: time.Minute},
-		ofctl.New(o.MgmtSocket(br)), noRounds{})
+	p, err := proxy.New(proxy.Options{NodeName: itNode, ProxyLoadBalancerIPs: proxyLB, MinSyncInterval: 50 * time.Millisecond, FullSyncPeriod: time.Minute, Round: 1},
+		ofctl.New(o.MgmtSocket(br)))
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -101,7 +101,8 @@ func TestAgentRBAC(t *testing.T) {
 		ProxyLoadBalancerIPs: cfg.AntreaProxy.ProxyLoadBalancerIPsEnabled(),
 		MinSyncInterval:      10 * time.Millisecond,
 		FullSyncPeriod:       cfg.AntreaProxy.FullSyncPeriod.Duration,
-	}, openflowtest.NewFakeBridge(), &memRounds{})
+		Round:                1,
+	}, openflowtest.NewFakeBridge())
 	require.NoError(t, err)
 	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan error, 1)

@@ -82,7 +82,8 @@ func newProxier(t *testing.T, proxyLBIPs bool, b *openflowtest.FakeBridge) *prox
 		GatewayIPv4:          serviceVIP,
 		Clock:                clocktesting.NewFakeClock(fixedNow),
 	}
-	p, err := proxy.New(opts, b, &memRounds{})
+	opts.Round = 1
+	p, err := proxy.New(opts, b)
 	if err != nil {
 		t.Fatal(err)
 	}

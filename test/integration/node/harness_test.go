@@ -171,16 +171,20 @@ func (n *node) start() {
 	t := n.w.t
 	t.Helper()
 	ctx, cancel := context.WithCancel(context.Background())
-	rounds := ovsdb.RoundStore{Client: n.db, Bridge: bridge}
-	dp, err := agent.NewDataPath(ctx, agent.DataPathOptions{Config: n.cfg, HostNetNS: "/var/run/netns/" + n.ovs.NetNS,
-		OVSDB: n.db, Bridge: n.of, Rounds: rounds, ServicePollInterval: 100 * time.Millisecond})
+	round, err := agent.SaveNextRound(ctx, ovsdb.RoundStore{Client: n.db, Bridge: bridge})
 	if err != nil {
 		cancel()
 		t.Fatal(err)
 	}
-	opts := proxy.Options{NodeName: n.name, ProxyLoadBalancerIPs: true, MinSyncInterval: 100 * time.Millisecond, FullSyncPeriod: time.Minute}
+	dp, err := agent.NewDataPath(ctx, agent.DataPathOptions{Config: n.cfg, HostNetNS: "/var/run/netns/" + n.ovs.NetNS,
+		OVSDB: n.db, Bridge: n.of, Round: round, ServicePollInterval: 100 * time.Millisecond})
+	if err != nil {
+		cancel()
+		t.Fatal(err)
+	}
+	opts := proxy.Options{NodeName: n.name, ProxyLoadBalancerIPs: true, MinSyncInterval: 100 * time.Millisecond, FullSyncPeriod: time.Minute, Round: round}
 	dp.ProxyOptions(&opts)
-	px, err := proxy.New(opts, n.of, rounds)
+	px, err := proxy.New(opts, n.of)
 	if err != nil {
 		cancel()
 		t.Fatal(err)

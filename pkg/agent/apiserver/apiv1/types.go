@@ -14,6 +14,8 @@ const (
 	PathAgentInfo  = "/v1/agentinfo"
 	PathVersion    = "/v1/version"
 	PathHealthz    = "/healthz"
+	// PathLivez is the agent's liveness (KEP-3836 /livez semantics): the kubelet's liveness probe.
+	PathLivez = "/livez"
 )
 
 // Query parameters.

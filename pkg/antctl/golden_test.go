@@ -129,3 +129,38 @@ func TestTableCells(t *testing.T) {
 	}
 	require.Equal(t, "<unknown>", age("", now))
 }
+
+// problemMap is a servicemap with a quarantined Service and a conflict loser.
+// TODO(issue 12): once the proxier reports Problems, add them to apiservertest.AllDecisions so
+// that TestGoldenServiceMap covers them through the agent API too.
+func problemMap() apiv1.ServiceMap {
+	item := func(ns, name string, port uint16, p *apiv1.Problem) apiv1.ServicePort {
+		return apiv1.ServicePort{Namespace: ns, Name: name, Port: port, Protocol: "TCP", IPFamily: "IPv4",
+			ClusterIPs: []string{"10.96.0.10"}, ExternalIPs: []string{}, LoadBalancerIngress: []apiv1.LBIngress{},
+			ExternalTrafficPolicy: "Cluster", InternalTrafficPolicy: "Cluster", SessionAffinity: apiv1.SessionAffinity{Type: "None"},
+			Cookie: "0x0", CookieMask: "0xffffffffff", LastSync: apiservertest.SyncTime.UTC().Format(time.RFC3339), Problem: p}
+	}
+	ts := func(d time.Duration) string { return now.Add(d).UTC().Format(time.RFC3339) }
+	return apiv1.ServiceMap{Kind: "ServiceMap", APIVersion: apiv1.APIVersion, Items: []apiv1.ServicePort{
+		item("default", "ok", 80, nil),
+		item("default", "rejected", 80, &apiv1.Problem{Reason: apiv1.ProblemOVSRejected,
+			Message: "OFPBAC_BAD_SET_ARGUMENT: ct(nat(dst=10.10.0.5:8080)) rejected", Since: ts(-5 * time.Minute), Retries: 3, NextRetry: ts(8 * time.Second)}),
+		item("prod", "loser", 80, &apiv1.Problem{Reason: apiv1.ProblemFlowConflict,
+			Message: "tcp,nw_dst=10.96.0.10,tp_dst=80 is programmed for default/ok", Since: ts(-42 * time.Second)}),
+	}}
+}
+
+func TestGoldenServiceMapProblems(t *testing.T) {
+	for _, format := range []string{"table", "wide", "json", "yaml"} {
+		t.Run(format, func(t *testing.T) {
+			var b bytes.Buffer
+			require.NoError(t, PrintServiceMap(&b, problemMap(), format, true, now))
+			checkGolden(t, "servicemap-problem-"+format, b.String())
+		})
+	}
+	require.Equal(t, "OVSRejected(retries=3, next in 8s)", problemCell(problemMap().Items[1].Problem, false, now))
+	require.Equal(t, "FlowConflict", problemCell(problemMap().Items[2].Problem, false, now))
+	require.Equal(t, "FlowConflict: tcp,nw_dst=10.96.0.10,tp_dst=80 is programmed for default/ok (since 42s)",
+		problemCell(problemMap().Items[2].Problem, true, now))
+	require.Equal(t, "", problemCell(nil, true, now))
+}

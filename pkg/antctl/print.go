@@ -47,7 +47,9 @@ func printYAML(w io.Writer, obj any) error {
 }
 
 // PrintServiceMap prints a servicemap as "table", "wide", "json" or "yaml". allNamespaces adds
-// the NAMESPACE column, as in kubectl; now ages LAST-SYNC.
+// the NAMESPACE column, as in kubectl; now ages LAST-SYNC and the problem's times. The last
+// column, PROBLEM, is "<none>" for a Service programmed as it asks; otherwise the reason and the
+// retries (table), or everything including the OVS error or the conflicting Service (wide).
 func PrintServiceMap(w io.Writer, m apiv1.ServiceMap, format string, allNamespaces bool, now time.Time) error {
 	switch format {
 	case "json":
@@ -64,7 +66,7 @@ func PrintServiceMap(w io.Writer, m apiv1.ServiceMap, format string, allNamespac
 	if wide {
 		header = append(header, "EP-FLOWS", "COOKIE")
 	}
-	row(tw, append(header, "LAST-SYNC")...)
+	row(tw, append(header, "LAST-SYNC", "PROBLEM")...)
 	for _, it := range m.Items {
 		cells := []string{it.Name, portCell(it), strings.Join(it.ClusterIPs, ","), nodePortCell(it.NodePort),
 			strings.Join(it.ExternalIPs, ","), lbIngressCell(it.LoadBalancerIngress),
@@ -76,9 +78,40 @@ func PrintServiceMap(w io.Writer, m apiv1.ServiceMap, format string, allNamespac
 		if wide {
 			cells = append(cells, strconv.Itoa(it.EndpointFlows), it.Cookie)
 		}
-		row(tw, append(cells, age(it.LastSync, now))...)
+		row(tw, append(cells, age(it.LastSync, now), problemCell(it.Problem, wide, now))...)
 	}
 	return tw.Flush()
+}
+
+// problemCell renders a Service's problem: "OVSRejected(retries=3, next in 8s)" in the table,
+// "OVSRejected: <message> (since 5m, retries=3, next in 8s)" in wide output; "" without one.
+func problemCell(p *apiv1.Problem, wide bool, now time.Time) string {
+	if p == nil {
+		return ""
+	}
+	var details []string
+	if wide && p.Since != "" {
+		details = append(details, "since "+age(p.Since, now))
+	}
+	if p.Retries > 0 {
+		details = append(details, "retries="+strconv.Itoa(p.Retries))
+	}
+	if p.NextRetry != "" {
+		if t, err := time.Parse(time.RFC3339, p.NextRetry); err == nil {
+			details = append(details, "next in "+humanDuration(t.Sub(now)))
+		}
+	}
+	s := p.Reason
+	if wide && p.Message != "" {
+		s += ": " + p.Message
+	}
+	if len(details) == 0 {
+		return s
+	}
+	if wide {
+		return s + " (" + strings.Join(details, ", ") + ")"
+	}
+	return s + "(" + strings.Join(details, ", ") + ")"
 }
 
 func portCell(it apiv1.ServicePort) string {

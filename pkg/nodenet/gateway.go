@@ -176,3 +176,21 @@ func prefixOf(n *net.IPNet) (netip.Prefix, bool) {
 func ipNet(p netip.Prefix) *net.IPNet {
 	return &net.IPNet{IP: p.Addr().AsSlice(), Mask: net.CIDRMask(p.Bits(), p.Addr().BitLen())}
 }
+
+// RestoreGateway re-applies the host side of the gateway after ovs-vswitchd re-created its
+// interface (with the userspace datapath a restarted vswitchd creates a new tap device, which
+// has none of the addresses, MAC, MTU or TX checksum setting of the old one, and the routes and
+// neighbour entries through it are gone with it): EnsureGateway with cfg, then
+// SetGatewayAddresses with addrs. It is idempotent and also right when nothing was lost. The
+// caller re-applies routes and neighbours with Reconciler.Resync afterwards, and must compare
+// the returned OFPort with the one its flows use.
+func (h Host) RestoreGateway(ctx context.Context, ports Ports, cfg GatewayConfig, addrs []netip.Prefix) (*Gateway, error) {
+	gw, err := h.EnsureGateway(ctx, ports, cfg)
+	if err != nil {
+		return nil, err
+	}
+	if err := h.SetGatewayAddresses(cfg.Name, addrs); err != nil {
+		return nil, err
+	}
+	return gw, nil
+}

@@ -197,6 +197,9 @@ func (n *NFT) Sync(ctx context.Context, cfg NFTConfig) error {
 	return nil
 }
 
+// forget makes the next Sync run its transaction even when its content did not change.
+func (n *NFT) forget() { n.last = "" }
+
 // Delete removes the agent's table, if it exists.
 func (n *NFT) Delete(ctx context.Context) error {
 	tx := n.nft.NewTransaction()

@@ -67,6 +67,8 @@ type Reconciler struct {
 	// left before its proxier has synced once.
 	exposureKnown bool
 	kick          chan struct{}
+	// syncMu serializes Sync and Resync.
+	syncMu sync.Mutex
 }
 
 // NewReconciler returns a Reconciler that programs nft and the routes of cfg.Host.
@@ -220,6 +222,29 @@ func within(a netip.Addr, prefixes []netip.Prefix) bool {
 
 // Sync applies the desired state once.
 func (r *Reconciler) Sync(ctx context.Context) error {
+	r.syncMu.Lock()
+	defer r.syncMu.Unlock()
+	return r.syncLocked(ctx)
+}
+
+// Resync forgets what the Reconciler believes is programmed and applies the whole desired state
+// at once: the host routes, the gateway's static neighbours and the nftables table (even when
+// its content did not change). The agent calls it after the gateway interface was re-created
+// (a restart of ovs-vswitchd with the userspace datapath drops the routes and neighbour entries
+// through it), after Host.RestoreGateway. When it fails, Run retries (with its backoff).
+func (r *Reconciler) Resync(ctx context.Context) error {
+	r.syncMu.Lock()
+	defer r.syncMu.Unlock()
+	r.nft.forget()
+	err := r.syncLocked(ctx)
+	if err != nil {
+		r.trigger()
+	}
+	return err
+}
+
+// syncLocked is Sync with syncMu held.
+func (r *Reconciler) syncLocked(ctx context.Context) error {
 	r.mu.Lock()
 	known := r.exposureKnown
 	r.mu.Unlock()

@@ -123,10 +123,13 @@ func TestAgentDaemonSet(t *testing.T) {
 	require.Contains(t, agent.Args, "--config=/etc/antrea/antrea-agent.conf")
 	require.Equal(t, []corev1.EnvVar{{Name: config.NodeNameEnv, ValueFrom: &corev1.EnvVarSource{
 		FieldRef: &corev1.ObjectFieldSelector{FieldPath: "spec.nodeName"}}}}, agent.Env)
+	// Readiness is the static /healthz; liveness is /livez (KEP-3836: fails when syncs stall or
+	// the OpenFlow connection to OVS stays down), so that the kubelet restarts a wedged agent.
 	for name, p := range map[string]*corev1.Probe{"readiness": agent.ReadinessProbe, "liveness": agent.LivenessProbe} {
 		require.NotNil(t, p, "%s probe", name)
 		require.NotNil(t, p.HTTPGet, "%s probe must be an HTTP GET of the agent's health endpoint", name)
-		require.Equal(t, "/healthz", p.HTTPGet.Path)
+		want := map[string]string{"readiness": "/healthz", "liveness": "/livez"}[name]
+		require.Equal(t, want, p.HTTPGet.Path, "%s probe path", name)
 		require.Equal(t, cfg.APITCPAddress, p.HTTPGet.Host+":"+p.HTTPGet.Port.String(), "%s probe must reach apiTCPAddress", name)
 		require.Equal(t, intstr.Int, p.HTTPGet.Port.Type)
 	}

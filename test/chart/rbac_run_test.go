@@ -118,8 +118,33 @@ func TestAgentRBAC(t *testing.T) {
 		"the proxier did not see Service default/web go")
 	cancel()
 	require.NoError(t, <-done)
+	recordAgentWarnings(t, cs)
 
 	compareRBAC(t, "antrea-agent", grantsFor(t, r, "antrea-agent"), callsOf(cs.Actions()))
+}
+
+// recordAgentWarnings emits, twice, the Warning Event the agent records on a Service whose flows
+// OVS rejected (proxy.Options.Events, through a client-go event recorder as pkg/agent wires it):
+// the first is created, the repeat patched.
+// TODO(issue 12): once pkg/agent wires proxy.Options.Events, let the proxier emit them (a
+// rejected op through the fake bridge) instead of calling the recorder here.
+func recordAgentWarnings(t *testing.T, cs *fake.Clientset) {
+	t.Helper()
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	broadcaster := record.NewBroadcaster(record.WithContext(ctx))
+	broadcaster.StartRecordingToSink(&typedcorev1.EventSinkImpl{Interface: cs.CoreV1().Events("")})
+	defer broadcaster.Shutdown()
+	recorder := broadcaster.NewRecorder(scheme.Scheme, corev1.EventSource{Component: "antrea-agent"})
+	svc := webService(corev1.ServiceTypeClusterIP)
+	for range 2 {
+		recorder.Event(svc, corev1.EventTypeWarning, "OVSRejected", "OFPBAC_BAD_OUT_GROUP")
+	}
+	require.Eventually(t, func() bool {
+		return slices.ContainsFunc(cs.Actions(), func(a k8stesting.Action) bool {
+			return a.GetVerb() == "patch" && a.GetResource().Resource == "events"
+		})
+	}, waitTimeout, 10*time.Millisecond, "the repeated Warning Event was not patched")
 }
 
 // TestControllerRBAC runs antrea-controller's wiring (cmd/antrea-controller: event broadcaster,

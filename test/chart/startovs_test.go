@@ -4,6 +4,7 @@ import (
 	"context"
 	"os"
 	"path/filepath"
+	"strings"
 	"syscall"
 	"testing"
 	"time"
@@ -15,7 +16,8 @@ import (
 
 // TestStartOVSIntegration runs build/images/scripts/start-ovs, the antrea-ovs container's entry
 // point, in a private network namespace with temporary directories: both daemons come up and
-// answer its --check (the liveness probe), the database it created serves ovs-vsctl, and SIGTERM
+// answer its --check (the liveness probe), the database it created serves ovs-vsctl and holds
+// other_config:flow-restore-wait=true (the agent clears it after replaying its flows), and SIGTERM
 // stops both daemons and exits 0.
 func TestStartOVSIntegration(t *testing.T) {
 	ovssandbox.Require(t)
@@ -53,6 +55,9 @@ func TestStartOVSIntegration(t *testing.T) {
 	out, err := ns.Exec("ovs-vsctl", "--db=unix:"+filepath.Join(run, "db.sock"), "--timeout=5", "get", "Open_vSwitch", ".", "external_ids:system-id")
 	require.NoError(t, err, out)
 	require.Regexp(t, `^"?[0-9a-f-]{36}"?\s*$`, out, "start-ovs sets a system-id")
+	out, err = ns.Exec("ovs-vsctl", "--db=unix:"+filepath.Join(run, "db.sock"), "--timeout=5", "get", "Open_vSwitch", ".", "other_config:flow-restore-wait")
+	require.NoError(t, err, out)
+	require.Equal(t, `"true"`, strings.TrimSpace(out), "start-ovs sets flow-restore-wait before ovs-vswitchd starts")
 
 	// ip netns exec runs the script in the same process (it execs), so the signal reaches sh.
 	require.NoError(t, cmd.Process.Signal(syscall.SIGTERM))

@@ -47,8 +47,30 @@ func TestTCPListenerNeedsBearerToken(t *testing.T) {
 	code, body, _ = get(t, c, base+"/healthz")
 	require.Equal(t, http.StatusOK, code)
 	require.Equal(t, "ok", body)
+	code, body, _ = get(t, c, base+"/livez")
+	require.Equal(t, http.StatusOK, code, "no Livez handler: /livez is a static ok")
+	require.Equal(t, "ok", body)
 	code, body, ctype := get(t, c, base+"/nope", "Authorization", "Bearer s3cret-token")
 	requireJSONError(t, code, body, ctype, http.StatusNotFound, "not found")
+}
+
+// TestLivezServesTheGivenHandlerWithoutToken: the kubelet's liveness probe reaches the
+// proxier's /livez (Options.Livez) on the TCP listener without a token.
+func TestLivezServesTheGivenHandlerWithoutToken(t *testing.T) {
+	cfg := testConfig(t, filepath.Join(t.TempDir(), "a.sock"))
+	cfg.APITCPAddress = "127.0.0.1:0"
+	cfg.APITokenFile = writeToken(t, 0o600, "s3cret-token\n")
+	livez := http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) {
+		w.WriteHeader(http.StatusServiceUnavailable)
+		_, _ = w.Write([]byte(`{"ovsDisconnectedFor":"90s"}`))
+	})
+	s := start(t, Options{Config: cfg, Livez: livez})
+	c := &http.Client{Timeout: 5 * time.Second}
+	code, body, _ := get(t, c, "http://"+s.TCPAddr().String()+"/livez")
+	require.Equal(t, http.StatusServiceUnavailable, code)
+	require.Contains(t, body, "ovsDisconnectedFor")
+	code, _, _ = get(t, c, "http://"+s.TCPAddr().String()+"/healthz")
+	require.Equal(t, http.StatusOK, code, "/healthz stays the static readiness answer")
 }
 
 func TestTCPListenerRefusedWhenUnsafe(t *testing.T) {

@@ -29,6 +29,7 @@ type handlers struct {
 	cfg      *config.AgentConfig
 	services ServiceSource
 	ovs      OVSStatus
+	livez    http.Handler
 }
 
 func (h *handlers) mux() http.Handler {
@@ -37,19 +38,32 @@ func (h *handlers) mux() http.Handler {
 	m.HandleFunc(apiv1.PathOVSFlows, h.get(h.ovsFlows))
 	m.HandleFunc(apiv1.PathAgentInfo, h.get(h.agentInfo))
 	m.HandleFunc(apiv1.PathVersion, h.get(h.version))
-	m.HandleFunc(apiv1.PathHealthz, func(w http.ResponseWriter, r *http.Request) {
+	ok := http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) {
+		w.Header().Set("Content-Type", "text/plain; charset=utf-8")
+		_, _ = w.Write([]byte("ok"))
+	})
+	m.Handle(apiv1.PathHealthz, getOrHead(ok))
+	livez := h.livez
+	if livez == nil {
+		livez = ok
+	}
+	m.Handle(apiv1.PathLivez, getOrHead(livez))
+	m.HandleFunc("/", func(w http.ResponseWriter, r *http.Request) {
+		writeError(w, http.StatusNotFound, "path %q not found; the agent API serves %s", r.URL.Path,
+			strings.Join([]string{apiv1.PathServiceMap, apiv1.PathOVSFlows, apiv1.PathAgentInfo, apiv1.PathVersion, apiv1.PathHealthz, apiv1.PathLivez}, ", "))
+	})
+	return m
+}
+
+// getOrHead refuses every method but GET and HEAD before next.
+func getOrHead(next http.Handler) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		if r.Method != http.MethodGet && r.Method != http.MethodHead {
 			writeError(w, http.StatusMethodNotAllowed, "%s %s: only GET is allowed", r.Method, r.URL.Path)
 			return
 		}
-		w.Header().Set("Content-Type", "text/plain; charset=utf-8")
-		_, _ = w.Write([]byte("ok"))
+		next.ServeHTTP(w, r)
 	})
-	m.HandleFunc("/", func(w http.ResponseWriter, r *http.Request) {
-		writeError(w, http.StatusNotFound, "path %q not found; the agent API serves %s", r.URL.Path,
-			strings.Join([]string{apiv1.PathServiceMap, apiv1.PathOVSFlows, apiv1.PathAgentInfo, apiv1.PathVersion, apiv1.PathHealthz}, ", "))
-	})
-	return m
 }
 
 // apiError is a handler failure with its HTTP status.

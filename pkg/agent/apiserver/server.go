@@ -31,6 +31,9 @@ type Options struct {
 	Services ServiceSource
 	// OVS reports the OVS version and connection; may be nil.
 	OVS OVSStatus
+	// Livez serves /livez (the kubelet's liveness probe, no token needed), e.g.
+	// healthcheck.ProxyHealth.LivezHandler(); nil answers 200 "ok" like /healthz.
+	Livez http.Handler
 }
 
 // Server is a running agent API.
@@ -50,7 +53,7 @@ func Start(ctx context.Context, opts Options) (*Server, error) {
 	if opts.Config == nil {
 		return nil, errors.New("agent API: no configuration given")
 	}
-	h := &handlers{cfg: opts.Config, services: opts.Services, ovs: opts.OVS}
+	h := &handlers{cfg: opts.Config, services: opts.Services, ovs: opts.OVS, livez: opts.Livez}
 	mux := h.mux()
 
 	s := &Server{}
@@ -137,7 +140,8 @@ func listenLoopback(addr string) (net.Listener, error) {
 }
 
 // requireLoopbackBearer refuses requests that do not come from a loopback address or lack
-// "Authorization: Bearer <token>". /healthz, which only says "ok", needs no token.
+// "Authorization: Bearer <token>". /healthz and /livez, which only say whether the agent is
+// healthy, need no token (the kubelet probes them).
 func requireLoopbackBearer(next http.Handler, token []byte) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		ap, err := netip.ParseAddrPort(r.RemoteAddr)
@@ -145,7 +149,7 @@ func requireLoopbackBearer(next http.Handler, token []byte) http.Handler {
 			writeError(w, http.StatusForbidden, "the agent API only serves loopback clients, not %s", r.RemoteAddr)
 			return
 		}
-		if r.URL.Path == apiv1.PathHealthz {
+		if r.URL.Path == apiv1.PathHealthz || r.URL.Path == apiv1.PathLivez {
 			next.ServeHTTP(w, r)
 			return
 		}

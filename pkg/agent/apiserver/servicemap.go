@@ -128,6 +128,7 @@ func servicePortItem(svc proxy.ServiceStatus, ps proxy.PortStatus, fams map[bool
 		CookieMask:    fmt.Sprintf("%#x", pipeline.ServiceCookieMask),
 		LastSync:      svc.LastSync.UTC().Format(time.RFC3339),
 	}
+	// TODO(issue 12, lead): copy svc.Problem once proxy.ServiceStatus has it: if p := svc.Problem; p != nil { item.Problem = problemItem(p.Reason, p.Message, p.Since, p.Retries, p.NextRetry) }
 	if ps.IPv6 {
 		item.IPFamily = "IPv6"
 	}
@@ -159,6 +160,16 @@ func servicePortItem(svc proxy.ServiceStatus, ps proxy.PortStatus, fams map[bool
 		item.SessionAffinity = apiv1.SessionAffinity{Type: "ClientIP", TimeoutSeconds: sp.StickyMaxAgeSeconds}
 	}
 	return item
+}
+
+// problemItem converts a Service's problem (proxy.ServiceProblem's fields) to the schema; a zero
+// nextRetry means no retry is scheduled.
+func problemItem(reason, message string, since time.Time, retries int, nextRetry time.Time) *apiv1.Problem {
+	p := &apiv1.Problem{Reason: reason, Message: message, Since: since.UTC().Format(time.RFC3339), Retries: retries}
+	if !nextRetry.IsZero() {
+		p.NextRetry = nextRetry.UTC().Format(time.RFC3339)
+	}
+	return p
 }
 
 func policy(local bool) string {

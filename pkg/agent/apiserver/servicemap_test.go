@@ -1,10 +1,13 @@
 package apiserver
 
 import (
+	"encoding/json"
 	"net/netip"
 	"testing"
+	"time"
 
 	"github.com/google/go-cmp/cmp"
+	"github.com/stretchr/testify/require"
 	v1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/types"
 
@@ -63,4 +66,17 @@ func TestServiceMapDualStackRows(t *testing.T) {
 	if n := len(BuildServiceMap(src, ServiceFilter{AllNamespaces: true, Name: "nope"}).Items); n != 0 {
 		t.Errorf("name filter: got %d rows", n)
 	}
+}
+
+func TestProblemItem(t *testing.T) {
+	since := time.Date(2026, 3, 1, 10, 0, 0, 0, time.FixedZone("CET", 3600))
+	got := problemItem(apiv1.ProblemOVSRejected, "OFPBAC_BAD_OUT_GROUP", since, 3, since.Add(8*time.Second))
+	require.Equal(t, &apiv1.Problem{Reason: "OVSRejected", Message: "OFPBAC_BAD_OUT_GROUP",
+		Since: "2026-03-01T09:00:00Z", Retries: 3, NextRetry: "2026-03-01T09:00:08Z"}, got)
+	got = problemItem(apiv1.ProblemFlowConflict, "tcp,nw_dst=10.96.0.10,tp_dst=80 is programmed for default/web", since, 0, time.Time{})
+	require.Empty(t, got.NextRetry, "no retry scheduled")
+	// Without a Problem from the proxier the field is null, never absent.
+	b, err := json.Marshal(apiv1.ServicePort{})
+	require.NoError(t, err)
+	require.Contains(t, string(b), `"problem":null`)
 }

@@ -175,9 +175,14 @@ func (s *Server) installFlows(ctx context.Context, rec *podRecord, oldPort uint3
 	for i := range flows {
 		ops = append(ops, openflow.Op{Kind: openflow.AddFlow, Flow: &flows[i]})
 	}
+	s.flows.gen++
 	if err := s.bridge.Apply(ctx, ops); err != nil {
 		return fmt.Errorf("installing flows of container %s on port %d: %w", rec.ContainerID, rec.OFPort, err)
 	}
+	if oldPort != 0 && oldPort != rec.OFPort {
+		s.flows.forget(oldPort)
+	}
+	s.flows.set(rec.OFPort, flows)
 	return nil
 }
 

@@ -81,8 +81,10 @@ type Server struct {
 	// gateways are the pods' gateways, in PodCIDRs order.
 	gateways []netip.Addr
 
-	// mu serializes every change to pods.
-	mu    sync.Mutex
+	// mu serializes every change to pods, and every Apply of pod flows.
+	mu sync.Mutex
+	// flows is what the server has installed (guarded by mu).
+	flows podFlowState
 	ready atomic.Bool
 }
 

@@ -10,8 +10,6 @@ import (
 
 	"github.com/antrea-proxy/antrea-proxy/pkg/cni/ipam"
 	"github.com/antrea-proxy/antrea-proxy/pkg/cni/protocol"
-	"github.com/antrea-proxy/antrea-proxy/pkg/ovs/openflow"
-	"github.com/antrea-proxy/antrea-proxy/pkg/pipeline"
 )
 
 // Start brings the node's pods in line with the state on disk before any request is served:
@@ -20,8 +18,9 @@ import (
 //  2. pods whose network namespace is gone are removed (their DEL was lost or never came);
 //  3. the other pods get their OVS port back if it is missing, and their flows reinstalled in
 //     this round;
-//  4. pod flows of older rounds that belong to no pod, and addresses that belong to no pod, are
-//     removed.
+//  4. pod flows that belong to no restored pod (older rounds, orphans) are removed, in one
+//     bundle that re-adds the restored pods' flows (no dump: foreign flows cannot make it
+//     fail), and addresses that belong to no pod are released.
 //
 // Start then marks the server ready. A failure leaves the server not ready; Start may be
 // called again.
@@ -55,8 +54,10 @@ func (s *Server) Start(ctx context.Context) error {
 		}
 		live++
 	}
-	if err := s.deleteOldRoundFlows(ctx); err != nil {
-		errs = append(errs, err)
+	// One bundle replaces every pod flow (orphans and older rounds included) by the flows of
+	// the pods just restored: nothing is dumped, so no flow on the bridge can make this fail.
+	if err := s.replayLocked(ctx); err != nil {
+		errs = append(errs, fmt.Errorf("removing pod flows of older rounds: %w", err))
 	}
 	if err := s.releaseOrphanAddresses(map[ipam.Owner]bool{}); err != nil {
 		errs = append(errs, err)
@@ -120,34 +121,6 @@ func (s *Server) replaySpool(ctx context.Context) error {
 		if err := os.Remove(r.File); err != nil && !errors.Is(err, os.ErrNotExist) {
 			return fmt.Errorf("removing spooled DEL %s: %w", r.File, err)
 		}
-	}
-	return nil
-}
-
-// deleteOldRoundFlows deletes pod flows of every round but this one; live pods have just been
-// reinstalled in this round.
-func (s *Server) deleteOldRoundFlows(ctx context.Context) error {
-	flows, err := s.bridge.DumpFlows(ctx, openflow.FlowFilter{
-		Cookie: pipeline.Cookie(0, pipeline.CategoryPod, 0), CookieMask: pipeline.CategoryMask})
-	if err != nil {
-		return fmt.Errorf("dumping pod flows: %w", err)
-	}
-	rounds := map[uint16]bool{}
-	for _, f := range flows {
-		if r := pipeline.CookieRound(f.Cookie); r != s.opts.Round {
-			rounds[r] = true
-		}
-	}
-	var ops []openflow.Op
-	for r := range rounds {
-		ops = append(ops, openflow.Op{Kind: openflow.DeleteFlows, Flow: &openflow.Flow{
-			Cookie: pipeline.Cookie(r, pipeline.CategoryPod, 0), CookieMask: pipeline.RoundMask | pipeline.CategoryMask}})
-	}
-	if len(ops) == 0 {
-		return nil
-	}
-	if err := s.bridge.Apply(ctx, ops); err != nil {
-		return fmt.Errorf("deleting pod flows of older rounds: %w", err)
 	}
 	return nil
 }

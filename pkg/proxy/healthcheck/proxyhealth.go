@@ -22,13 +22,20 @@ const DefaultBindAddress = "0.0.0.0:10256"
 // ToBeDeletedTaint is the taint the cluster autoscaler puts on a Node it is about to remove.
 const ToBeDeletedTaint = "ToBeDeletedByClusterAutoscaler"
 
+// DefaultOVSDisconnectGrace is how long the OpenFlow connection to OVS may stay down before
+// ProxyHealth reports the agent unhealthy.
+const DefaultOVSDisconnectGrace = 60 * time.Second
+
 // ProxyHealth tracks whether the proxier keeps the data plane up to date, with kube-proxy's
 // semantics: QueuedUpdate marks the oldest change not yet synced, Updated (a successful sync)
 // clears it. The proxier is healthy when nothing is pending or the oldest pending change is
-// younger than the timeout (2×fullSyncPeriod).
+// younger than the timeout (2×fullSyncPeriod), and the OpenFlow connection to OVS (reported with
+// SetOVSConnected) has not been down for longer than the grace period.
 type ProxyHealth struct {
 	clock   clock.PassiveClock
 	timeout time.Duration
+	// ovsGrace is how long OVS may be disconnected while the proxier stays healthy.
+	ovsGrace time.Duration
 
 	mu sync.RWMutex
 	// lastUpdated is the last successful sync; oldestPending the first change queued after it
@@ -37,17 +44,54 @@ type ProxyHealth struct {
 	oldestPending time.Time
 	// nodeEligible is false while the Node is being deleted or tainted for deletion.
 	nodeEligible bool
+	// ovsDownSince is when the OpenFlow connection to OVS was lost; zero while connected (or
+	// never reported).
+	ovsDownSince time.Time
+}
+
+// Option configures a ProxyHealth.
+type Option func(*ProxyHealth)
+
+// WithOVSDisconnectGrace sets how long the OpenFlow connection to OVS may stay down before the
+// proxier is reported unhealthy; 0 or less keeps DefaultOVSDisconnectGrace.
+func WithOVSDisconnectGrace(d time.Duration) Option {
+	return func(h *ProxyHealth) {
+		if d > 0 {
+			h.ovsGrace = d
+		}
+	}
 }
 
 var _ metrics.Observer = (*ProxyHealth)(nil)
 
 // NewProxyHealth returns a ProxyHealth that reports stale data after 2×fullSyncPeriod. clk nil
-// means the real clock. It starts healthy and node-eligible, like kube-proxy's.
-func NewProxyHealth(fullSyncPeriod time.Duration, clk clock.PassiveClock) *ProxyHealth {
+// means the real clock. It starts healthy, node-eligible (like kube-proxy's) and connected to OVS.
+func NewProxyHealth(fullSyncPeriod time.Duration, clk clock.PassiveClock, opts ...Option) *ProxyHealth {
 	if clk == nil {
 		clk = clock.RealClock{}
 	}
-	return &ProxyHealth{clock: clk, timeout: 2 * fullSyncPeriod, nodeEligible: true}
+	h := &ProxyHealth{clock: clk, timeout: 2 * fullSyncPeriod, ovsGrace: DefaultOVSDisconnectGrace, nodeEligible: true}
+	for _, o := range opts {
+		o(h)
+	}
+	return h
+}
+
+// SetOVSConnected records the state of the OpenFlow connection to OVS (the agent calls it on
+// every change the connection monitor reports): connected, or lost at since (the zero time
+// means now). A loss already recorded keeps its original time.
+func (h *ProxyHealth) SetOVSConnected(connected bool, since time.Time) {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	switch {
+	case connected:
+		h.ovsDownSince = time.Time{}
+	case h.ovsDownSince.IsZero():
+		if since.IsZero() {
+			since = h.clock.Now()
+		}
+		h.ovsDownSince = since
+	}
 }
 
 // QueuedUpdate records that a change waits for a sync; only the oldest pending one counts.
@@ -89,8 +133,8 @@ func (h *ProxyHealth) SyncNode(node *v1.Node) {
 
 // IsHealthy reports the proxier's own health, ignoring the Node (what /livez reports).
 func (h *ProxyHealth) IsHealthy() bool {
-	healthy, _, _ := h.state()
-	return healthy
+	st := h.state()
+	return st.healthy
 }
 
 // NodeEligible reports whether the Node may receive load-balanced traffic.
@@ -100,12 +144,31 @@ func (h *ProxyHealth) NodeEligible() bool {
 	return h.nodeEligible
 }
 
-func (h *ProxyHealth) state() (healthy bool, lastUpdated, now time.Time) {
+// healthState is the proxier's health at one instant.
+type healthState struct {
+	healthy          bool
+	lastUpdated, now time.Time
+	ovsDownSince     time.Time
+	reason           string
+}
+
+func (h *ProxyHealth) state() healthState {
 	h.mu.RLock()
 	defer h.mu.RUnlock()
-	now = h.clock.Now()
-	healthy = h.oldestPending.IsZero() || now.Sub(h.oldestPending) < h.timeout
-	return healthy, h.lastUpdated, now
+	st := healthState{healthy: true, lastUpdated: h.lastUpdated, now: h.clock.Now(), ovsDownSince: h.ovsDownSince}
+	if !h.oldestPending.IsZero() && st.now.Sub(h.oldestPending) >= h.timeout {
+		st.healthy = false
+		st.reason = fmt.Sprintf("a change has waited %s for a sync (limit %s)", st.now.Sub(h.oldestPending).Round(time.Second), h.timeout)
+	}
+	if !h.ovsDownSince.IsZero() && st.now.Sub(h.ovsDownSince) >= h.ovsGrace {
+		st.healthy = false
+		if st.reason != "" {
+			st.reason += "; "
+		}
+		st.reason += fmt.Sprintf("the OpenFlow connection to OVS has been down for %s (limit %s)",
+			st.now.Sub(h.ovsDownSince).Round(time.Second), h.ovsGrace)
+	}
+	return st
 }
 
 // NodeUpdated implements metrics.Observer.
@@ -118,28 +181,54 @@ func (h *ProxyHealth) SyncDone(r metrics.SyncResult) {
 	}
 }
 
-// healthResponse is the body of /healthz and /livez (kube-proxy's fields).
+// healthResponse is the body of /healthz and /livez: kube-proxy's fields, then the OVS
+// connection and, when unhealthy, why.
 type healthResponse struct {
 	LastUpdated  time.Time `json:"lastUpdated"`
 	CurrentTime  time.Time `json:"currentTime"`
 	NodeEligible *bool     `json:"nodeEligible,omitempty"`
+	// OVSConnected is false while the OpenFlow connection to OVS is down, since
+	// OVSDisconnectedSince.
+	OVSConnected         bool       `json:"ovsConnected"`
+	OVSDisconnectedSince *time.Time `json:"ovsDisconnectedSince,omitempty"`
+	// Reason says why the proxier is unhealthy ("" when healthy).
+	Reason string `json:"reason,omitempty"`
+}
+
+func (st healthState) response() healthResponse {
+	r := healthResponse{LastUpdated: st.lastUpdated, CurrentTime: st.now, OVSConnected: st.ovsDownSince.IsZero(), Reason: st.reason}
+	if !st.ovsDownSince.IsZero() {
+		since := st.ovsDownSince
+		r.OVSDisconnectedSince = &since
+	}
+	return r
 }
 
 // HealthzHandler serves /healthz: 200 when the proxier is healthy and the Node is eligible,
 // 503 otherwise.
 func (h *ProxyHealth) HealthzHandler() http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) {
-		healthy, last, now := h.state()
+		st := h.state()
 		eligible := h.NodeEligible()
-		h.respond(w, healthy && eligible, healthResponse{LastUpdated: last, CurrentTime: now, NodeEligible: &eligible})
+		body := st.response()
+		body.NodeEligible = &eligible
+		if !eligible {
+			if body.Reason != "" {
+				body.Reason += "; "
+			}
+			body.Reason += "the Node is being deleted or is tainted for deletion"
+		}
+		h.respond(w, st.healthy && eligible, body)
 	})
 }
 
-// LivezHandler serves /livez: 200 when the proxier is healthy, whatever the Node's state.
+// LivezHandler serves /livez (KEP-3836): 200 when the proxier is healthy, whatever the Node's
+// state; 503 when a change has waited too long for a sync or the OpenFlow connection to OVS has
+// been down longer than the grace period, with the reason in the body.
 func (h *ProxyHealth) LivezHandler() http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) {
-		healthy, last, now := h.state()
-		h.respond(w, healthy, healthResponse{LastUpdated: last, CurrentTime: now})
+		st := h.state()
+		h.respond(w, st.healthy, st.response())
 	})
 }
 

@@ -163,3 +163,63 @@ func TestProxyHealthServe(t *testing.T) {
 		require.Equal(t, want, resp.StatusCode, path)
 	}
 }
+
+func getLivez(t *testing.T, h *ProxyHealth) (int, map[string]any) {
+	t.Helper()
+	rec := httptest.NewRecorder()
+	h.LivezHandler().ServeHTTP(rec, httptest.NewRequest(http.MethodGet, "/livez", nil))
+	var body map[string]any
+	require.NoError(t, json.Unmarshal(rec.Body.Bytes(), &body), "body %q", rec.Body.String())
+	return rec.Code, body
+}
+
+func TestLivezFailsWhenOVSStaysDisconnected(t *testing.T) {
+	clk := clocktesting.NewFakeClock(time.Unix(1_700_000_000, 0))
+	h := NewProxyHealth(syncPeriod, clk)
+	code, body := getLivez(t, h)
+	require.Equal(t, http.StatusOK, code, "connected until told otherwise")
+	require.Equal(t, true, body["ovsConnected"])
+	require.NotContains(t, body, "reason")
+
+	lost := clk.Now()
+	h.SetOVSConnected(false, lost)
+	clk.Step(DefaultOVSDisconnectGrace - time.Second)
+	h.SetOVSConnected(false, clk.Now()) // a repeated report keeps the original loss time
+	code, body = getLivez(t, h)
+	require.Equal(t, http.StatusOK, code, "within the grace period")
+	require.Equal(t, false, body["ovsConnected"])
+	require.Equal(t, lost.UTC().Format(time.RFC3339), body["ovsDisconnectedSince"])
+
+	clk.Step(time.Second)
+	code, body = getLivez(t, h)
+	require.Equal(t, http.StatusServiceUnavailable, code, "grace period over")
+	require.Contains(t, body["reason"], "OpenFlow connection to OVS has been down for 1m0s")
+	require.False(t, h.IsHealthy())
+	hz, hzBody, _ := get(t, h.HealthzHandler())
+	require.Equal(t, http.StatusServiceUnavailable, hz, "/healthz includes /livez's verdict")
+	require.Contains(t, hzBody.Reason, "OVS")
+
+	h.SetOVSConnected(true, time.Time{})
+	code, body = getLivez(t, h)
+	require.Equal(t, http.StatusOK, code, "reconnected")
+	require.Equal(t, true, body["ovsConnected"])
+	require.NotContains(t, body, "ovsDisconnectedSince")
+}
+
+func TestOVSDisconnectGraceOptionAndZeroSince(t *testing.T) {
+	clk := clocktesting.NewFakeClock(time.Unix(1_700_000_000, 0))
+	h := NewProxyHealth(syncPeriod, clk, WithOVSDisconnectGrace(5*time.Second))
+	h.SetOVSConnected(false, time.Time{}) // now
+	clk.Step(4 * time.Second)
+	require.True(t, h.IsHealthy())
+	clk.Step(time.Second)
+	require.False(t, h.IsHealthy())
+
+	// Both reasons at once: a stalled sync and OVS down.
+	h.QueuedUpdate()
+	clk.Step(2 * syncPeriod)
+	code, body := getLivez(t, h)
+	require.Equal(t, http.StatusServiceUnavailable, code)
+	require.Contains(t, body["reason"], "waited 1m0s for a sync")
+	require.Contains(t, body["reason"], "OVS has been down for 1m5s")
+}

@@ -14,6 +14,8 @@ const (
 	PathAgentInfo  = "/v1/agentinfo"
 	PathVersion    = "/v1/version"
 	PathHealthz    = "/healthz"
+	// PathLivez is the agent's liveness (KEP-3836 /livez semantics): the kubelet's liveness probe.
+	PathLivez = "/livez"
 )
 
 // Query parameters.
@@ -72,6 +74,30 @@ type ServicePort struct {
 	CookieMask string `json:"cookieMask"`
 	// LastSync is when the Service was last programmed (RFC 3339).
 	LastSync string `json:"lastSync"`
+	// Problem is why the Service is not programmed as it asks (null when it is): OVS rejected
+	// its flows (it keeps what it had and is retried with backoff) or another Service owns a
+	// match it needs. Every port row of the Service shows the same Problem.
+	Problem *Problem `json:"problem"`
+}
+
+// Problem reasons (proxy.ProblemOVSRejected and proxy.ProblemFlowConflict).
+const (
+	ProblemOVSRejected  = "OVSRejected"
+	ProblemFlowConflict = "FlowConflict"
+)
+
+// Problem is what keeps a Service from being programmed as it asks.
+type Problem struct {
+	// Reason is OVSRejected or FlowConflict, the reason of the Warning Event on the Service.
+	Reason string `json:"reason"`
+	// Message is the OVS error, or which Service the contested match is programmed for.
+	Message string `json:"message"`
+	// Since is when the problem started (RFC 3339).
+	Since string `json:"since"`
+	// Retries counts the attempts since then; NextRetry is when the next one is due (RFC 3339,
+	// "" when none is scheduled).
+	Retries   int    `json:"retries"`
+	NextRetry string `json:"nextRetry"`
 }
 
 // LBIngress is one status.loadBalancer.ingress entry and whether the agent programs it.

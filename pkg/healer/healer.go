@@ -1,0 +1,227 @@
+package healer
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"sync"
+	"time"
+
+	"k8s.io/klog/v2"
+	"k8s.io/utils/clock"
+
+	"github.com/antrea-proxy/antrea-proxy/pkg/ovs/openflow"
+)
+
+// Owner is one writer of the bridge whose flows and groups the Healer keeps installed.
+type Owner interface {
+	// Name identifies the owner in logs and metrics ("gateway", "pods", "proxier").
+	Name() string
+	// Verify compares what OVS holds (counted through c, cheap) with what the owner believes it
+	// installed; false = mismatch, replay needed. It must not report a mismatch because an Apply of
+	// its own is in flight (exclude that internally).
+	Verify(ctx context.Context, c openflow.FlowCounter) (bool, error)
+	// Replay reinstalls everything the owner has installed (flows and groups) in one bundle,
+	// idempotently, whatever OVS holds now (empty after a vswitchd restart; groups left but flows
+	// gone after `del-flows`).
+	Replay(ctx context.Context) error
+}
+
+// Trigger says why owners were replayed; it is the "trigger" label of the replay metrics.
+type Trigger string
+
+const (
+	// TriggerReset is a replay of every owner after the OpenFlow connection came back.
+	TriggerReset Trigger = "reset"
+	// TriggerMismatch is a replay of one owner whose Verify reported a mismatch.
+	TriggerMismatch Trigger = "mismatch"
+	// TriggerStartup is a replay of every owner asked for with ReplayAll.
+	TriggerStartup Trigger = "startup"
+)
+
+// Defaults of Options.
+const (
+	DefaultCheckInterval = 5 * time.Second
+	DefaultRetryInitial  = 200 * time.Millisecond
+	DefaultRetryMax      = 30 * time.Second
+)
+
+// Options configures a Healer.
+type Options struct {
+	// Counter counts the flows on the bridge; it is passed to every Owner's Verify. Nil disables
+	// the periodic check.
+	Counter openflow.FlowCounter
+	// Owners are replayed in this order (gateway, pods, proxier).
+	Owners []Owner
+	// Resets receives a value every time the OpenFlow connection to ovs-vswitchd is back after
+	// a loss (the connection monitor). Nil means no resets.
+	Resets <-chan struct{}
+	// CheckInterval is how often owners are verified; 0 means DefaultCheckInterval.
+	CheckInterval time.Duration
+	// RetryInitial and RetryMax bound the backoff between retries of failed owners (doubling);
+	// 0 means DefaultRetryInitial, resp. DefaultRetryMax.
+	RetryInitial, RetryMax time.Duration
+	// AfterReplayAll runs after every owner has been replayed successfully (reset or ReplayAll);
+	// it is retried with the same backoff while it fails. Nil means nothing.
+	AfterReplayAll func(ctx context.Context) error
+	// Clock is the clock of tickers, backoff and durations; nil means the real clock.
+	Clock clock.WithTicker
+}
+
+// Healer replays owners after resets and mismatches. Create it with New and start Run.
+type Healer struct {
+	opts  Options
+	stats *statsStore
+	// opMu serializes passes over owners (Run's and ReplayAll's): an owner is never replayed or
+	// verified by two callers at once.
+	opMu sync.Mutex
+}
+
+// New returns a Healer; it does nothing until Run (or ReplayAll) is called.
+func New(opts Options) *Healer {
+	if opts.CheckInterval <= 0 {
+		opts.CheckInterval = DefaultCheckInterval
+	}
+	if opts.RetryInitial <= 0 {
+		opts.RetryInitial = DefaultRetryInitial
+	}
+	if opts.RetryMax <= 0 {
+		opts.RetryMax = DefaultRetryMax
+	}
+	if opts.RetryMax < opts.RetryInitial {
+		opts.RetryMax = opts.RetryInitial
+	}
+	if opts.Clock == nil {
+		opts.Clock = clock.RealClock{}
+	}
+	return &Healer{opts: opts, stats: newStatsStore()}
+}
+
+// Run watches Resets and verifies owners every CheckInterval until ctx is done. A reset replays
+// every owner in order, retries the failed ones with backoff until all succeed (a new reset
+// meanwhile starts over with every owner) and then runs AfterReplayAll.
+func (h *Healer) Run(ctx context.Context) {
+	ticker := h.opts.Clock.NewTicker(h.opts.CheckInterval)
+	defer ticker.Stop()
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case <-h.opts.Resets:
+			klog.InfoS("OpenFlow connection to OVS is back: replaying every owner")
+			if err := h.replayAll(ctx, TriggerReset); err != nil {
+				return // ctx done
+			}
+		case <-ticker.C():
+			h.verifyAll(ctx)
+		}
+	}
+}
+
+// ReplayAll replays every owner in order, retrying the failed ones with backoff until all
+// succeed, then runs AfterReplayAll. It returns only when that is done (nil) or ctx is done
+// (ctx's error). The agent calls it once its owners have installed their start-up state (the
+// proxier's Replay is a no-op before its first sync), for example to clear flow-restore-wait.
+func (h *Healer) ReplayAll(ctx context.Context) error {
+	return h.replayAll(ctx, TriggerStartup)
+}
+
+// replayAll is ReplayAll's loop; while it waits for a retry a reset starts over with every owner.
+func (h *Healer) replayAll(ctx context.Context, trigger Trigger) error {
+	pending := h.opts.Owners
+	afterDone := false
+	delay := h.opts.RetryInitial
+	start := h.opts.Clock.Now()
+	for {
+		var err error
+		pending, err = h.replayPass(ctx, pending, trigger)
+		if err == nil && !afterDone {
+			err = h.afterReplayAll(ctx)
+			afterDone = err == nil
+		}
+		if err == nil {
+			klog.InfoS("Replayed every owner", "trigger", trigger, "duration", h.opts.Clock.Since(start))
+			return nil
+		}
+		klog.ErrorS(err, "Replay incomplete, retrying", "trigger", trigger, "retryIn", delay)
+		timer := h.opts.Clock.NewTimer(delay)
+		select {
+		case <-ctx.Done():
+			timer.Stop()
+			return ctx.Err()
+		case <-h.opts.Resets:
+			timer.Stop()
+			klog.InfoS("OpenFlow connection reset again during a replay: starting over")
+			pending, afterDone, delay = h.opts.Owners, false, h.opts.RetryInitial
+			trigger = TriggerReset
+			continue
+		case <-timer.C():
+		}
+		delay = min(2*delay, h.opts.RetryMax)
+	}
+}
+
+// replayPass replays owners once, in order, and returns the ones that failed and their errors.
+func (h *Healer) replayPass(ctx context.Context, owners []Owner, trigger Trigger) ([]Owner, error) {
+	h.opMu.Lock()
+	defer h.opMu.Unlock()
+	var failed []Owner
+	var errs []error
+	for _, o := range owners {
+		if err := h.replayOne(ctx, o, trigger); err != nil {
+			failed = append(failed, o)
+			errs = append(errs, fmt.Errorf("%s: %w", o.Name(), err))
+		}
+	}
+	return failed, errors.Join(errs...)
+}
+
+func (h *Healer) afterReplayAll(ctx context.Context) error {
+	if h.opts.AfterReplayAll == nil {
+		return nil
+	}
+	if err := h.opts.AfterReplayAll(ctx); err != nil {
+		return fmt.Errorf("after replaying every owner: %w", err)
+	}
+	return nil
+}
+
+// replayOne replays o, logging and recording how it went.
+func (h *Healer) replayOne(ctx context.Context, o Owner, trigger Trigger) error {
+	start := h.opts.Clock.Now()
+	err := o.Replay(ctx)
+	d := h.opts.Clock.Since(start)
+	h.stats.replayed(o.Name(), trigger, d, err)
+	if err != nil {
+		klog.ErrorS(err, "Replay failed", "owner", o.Name(), "trigger", trigger, "duration", d)
+		return err
+	}
+	klog.InfoS("Replayed owner", "owner", o.Name(), "trigger", trigger, "duration", d)
+	return nil
+}
+
+// verifyAll verifies every owner and replays those that mismatch. A Verify error is logged and
+// counted but replays nothing: the next check tries again.
+func (h *Healer) verifyAll(ctx context.Context) {
+	if h.opts.Counter == nil {
+		return
+	}
+	h.opMu.Lock()
+	defer h.opMu.Unlock()
+	for _, o := range h.opts.Owners {
+		if ctx.Err() != nil {
+			return
+		}
+		ok, err := o.Verify(ctx, h.opts.Counter)
+		h.stats.verified(o.Name(), ok, err)
+		if err != nil {
+			klog.ErrorS(err, "Verifying the flows in OVS failed", "owner", o.Name())
+			continue
+		}
+		if ok {
+			continue
+		}
+		klog.InfoS("Flows in OVS differ from what the owner installed: replaying", "owner", o.Name(), "reason", "mismatch")
+		_ = h.replayOne(ctx, o, TriggerMismatch) // logged; the next check retries
+	}
+}

@@ -1,0 +1,145 @@
+package healer
+
+import (
+	"sort"
+	"sync"
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
+)
+
+// Stats is a snapshot of what the Healer did, per owner.
+type Stats struct {
+	// Owners is keyed by Owner.Name().
+	Owners map[string]OwnerStats
+}
+
+// OwnerStats is what the Healer did with one owner.
+type OwnerStats struct {
+	// Replays counts successful replays per trigger; ReplayFailures failed ones.
+	Replays        map[Trigger]int
+	ReplayFailures map[Trigger]int
+	// LastReplayDuration is how long the last replay (successful or not) took.
+	LastReplayDuration time.Duration
+	// Mismatches counts Verify calls that reported a mismatch; VerifyErrors those that failed.
+	Mismatches, VerifyErrors int
+}
+
+type statsStore struct {
+	mu     sync.Mutex
+	owners map[string]*OwnerStats
+}
+
+func newStatsStore() *statsStore { return &statsStore{owners: map[string]*OwnerStats{}} }
+
+func (s *statsStore) owner(name string) *OwnerStats {
+	o := s.owners[name]
+	if o == nil {
+		o = &OwnerStats{Replays: map[Trigger]int{}, ReplayFailures: map[Trigger]int{}}
+		s.owners[name] = o
+	}
+	return o
+}
+
+func (s *statsStore) replayed(name string, t Trigger, d time.Duration, err error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	o := s.owner(name)
+	o.LastReplayDuration = d
+	if err != nil {
+		o.ReplayFailures[t]++
+	} else {
+		o.Replays[t]++
+	}
+}
+
+func (s *statsStore) verified(name string, ok bool, err error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	o := s.owner(name)
+	switch {
+	case err != nil:
+		o.VerifyErrors++
+	case !ok:
+		o.Mismatches++
+	}
+}
+
+// Stats returns a copy of the Healer's counters.
+func (h *Healer) Stats() Stats {
+	h.stats.mu.Lock()
+	defer h.stats.mu.Unlock()
+	out := Stats{Owners: make(map[string]OwnerStats, len(h.stats.owners))}
+	for name, o := range h.stats.owners {
+		c := *o
+		c.Replays = copyCounts(o.Replays)
+		c.ReplayFailures = copyCounts(o.ReplayFailures)
+		out.Owners[name] = c
+	}
+	return out
+}
+
+func copyCounts(m map[Trigger]int) map[Trigger]int {
+	c := make(map[Trigger]int, len(m))
+	for k, v := range m {
+		c[k] = v
+	}
+	return c
+}
+
+// metricsNamespace prefixes the Healer's metric names, like the proxier's.
+const metricsNamespace = "antrea_proxy"
+
+// collector exports a Healer's Stats as Prometheus metrics.
+type collector struct {
+	h                             *Healer
+	replays, duration, mismatches *prometheus.Desc
+	verifyErrors                  *prometheus.Desc
+}
+
+// RegisterMetrics registers the Healer's metrics with reg:
+// antrea_proxy_healer_replays_total{owner,trigger,result}, antrea_proxy_healer_last_replay_duration_seconds{owner},
+// antrea_proxy_healer_mismatches_total{owner} and antrea_proxy_healer_verify_errors_total{owner}.
+func (h *Healer) RegisterMetrics(reg prometheus.Registerer) error {
+	name := func(n string) string { return prometheus.BuildFQName(metricsNamespace, "healer", n) }
+	return reg.Register(&collector{
+		h: h,
+		replays: prometheus.NewDesc(name("replays_total"),
+			"Replays of an owner's flows and groups, by trigger (reset, mismatch, startup) and result (success, failure).",
+			[]string{"owner", "trigger", "result"}, nil),
+		duration: prometheus.NewDesc(name("last_replay_duration_seconds"),
+			"How long the last replay of an owner took, successful or not.", []string{"owner"}, nil),
+		mismatches: prometheus.NewDesc(name("mismatches_total"),
+			"Periodic checks that found an owner's flows in OVS differing from what it installed.", []string{"owner"}, nil),
+		verifyErrors: prometheus.NewDesc(name("verify_errors_total"),
+			"Periodic checks of an owner that failed (nothing was replayed).", []string{"owner"}, nil),
+	})
+}
+
+// Describe implements prometheus.Collector.
+func (c *collector) Describe(ch chan<- *prometheus.Desc) {
+	ch <- c.replays
+	ch <- c.duration
+	ch <- c.mismatches
+	ch <- c.verifyErrors
+}
+
+// Collect implements prometheus.Collector.
+func (c *collector) Collect(ch chan<- prometheus.Metric) {
+	st := c.h.Stats()
+	names := make([]string, 0, len(st.Owners))
+	for n := range st.Owners {
+		names = append(names, n)
+	}
+	sort.Strings(names)
+	for _, n := range names {
+		o := st.Owners[n]
+		for _, t := range []Trigger{TriggerReset, TriggerMismatch, TriggerStartup} {
+			ch <- prometheus.MustNewConstMetric(c.replays, prometheus.CounterValue, float64(o.Replays[t]), n, string(t), "success")
+			ch <- prometheus.MustNewConstMetric(c.replays, prometheus.CounterValue, float64(o.ReplayFailures[t]), n, string(t), "failure")
+		}
+		ch <- prometheus.MustNewConstMetric(c.duration, prometheus.GaugeValue, o.LastReplayDuration.Seconds(), n)
+		ch <- prometheus.MustNewConstMetric(c.mismatches, prometheus.CounterValue, float64(o.Mismatches), n)
+		ch <- prometheus.MustNewConstMetric(c.verifyErrors, prometheus.CounterValue, float64(o.VerifyErrors), n)
+	}
+}

@@ -24,7 +24,9 @@ import (
 
 // Components are the agent's long-lived parts, for callers that want to reach them (the API).
 type Components struct {
-	OVSDB   *ovsdb.Client
+	OVSDB *ovsdb.Client
+	// Bridge programs and counts the bridge's flows (ovs-ofctl).
+	Bridge  *ofctl.Bridge
 	Proxier *proxy.Proxier
 	// DataPath is the node data path (gateway, routes, nftables, CNI); nil when disabled.
 	DataPath *DataPath
@@ -32,8 +34,9 @@ type Components struct {
 	observers *observers
 }
 
-// Setup connects to OVS, ensures the bridge and builds the proxier.
-func Setup(ctx context.Context, cfg *config.AgentConfig) (*Components, error) {
+// Setup connects to OVS, ensures the bridge and builds the proxier. events receives the
+// proxier's Warning Events on Services; nil means none.
+func Setup(ctx context.Context, cfg *config.AgentConfig, events proxy.EventSink) (*Components, error) {
 	endpoint := "unix:" + filepath.Join(cfg.OVSRunDir, "db.sock")
 	db, err := ovsdb.New(ctx, endpoint)
 	if err != nil {
@@ -44,7 +47,7 @@ func Setup(ctx context.Context, cfg *config.AgentConfig) (*Components, error) {
 		return nil, err
 	}
 	klog.InfoS("Bridge ready", "bridge", cfg.OVSBridge, "datapathType", cfg.OVSDatapathType)
-	of := ofctl.New("unix:" + filepath.Join(cfg.OVSRunDir, cfg.OVSBridge+".mgmt"))
+	of := ofctl.New(mgmtSocket(cfg))
 	opts, err := proxyOptions(ctx, cfg, db)
 	if err != nil {
 		db.Close()
@@ -59,6 +62,7 @@ func Setup(ctx context.Context, cfg *config.AgentConfig) (*Components, error) {
 		db.Close()
 		return nil, err
 	}
+	opts.Events = events
 	obs := newObservers(cfg, &opts)
 	if dp != nil {
 		opts.Observer = append(opts.Observer.(metrics.Observers), dp)
@@ -68,7 +72,7 @@ func Setup(ctx context.Context, cfg *config.AgentConfig) (*Components, error) {
 		db.Close()
 		return nil, err
 	}
-	return &Components{OVSDB: db, Proxier: p, DataPath: dp, observers: obs}, nil
+	return &Components{OVSDB: db, Bridge: of, Proxier: p, DataPath: dp, observers: obs}, nil
 }
 
 // SaveNextRound computes this run's flow round and saves it, retrying until OVSDB answers,
@@ -153,12 +157,16 @@ func interfaceAddrs(name string) (v4, v6 netip.Addr) {
 
 // Run sets the agent up and runs the proxier until ctx is done.
 func Run(ctx context.Context, cfg *config.AgentConfig, client kubernetes.Interface) error {
-	c, err := Setup(ctx, cfg)
+	var events proxy.EventSink
+	if client != nil {
+		events = newServiceEvents(ctx, client, cfg.NodeName)
+	}
+	c, err := Setup(ctx, cfg, events)
 	if err != nil {
 		return err
 	}
 	defer c.OVSDB.Close()
-	apiOpts := apiserver.Options{Config: cfg, OVS: c.OVSDB}
+	apiOpts := apiserver.Options{Config: cfg, OVS: c.OVSDB, Livez: c.observers.health.LivezHandler()}
 	if cfg.AntreaProxy.Enabled() {
 		apiOpts.Services = c.Proxier
 	}
@@ -170,6 +178,8 @@ func Run(ctx context.Context, cfg *config.AgentConfig, client kubernetes.Interfa
 	if err := startDataPath(ctx, c, client); err != nil {
 		return fmt.Errorf("starting the node data path: %w", err)
 	}
+	c.startSelfHealing(ctx, cfg)
+	go c.clearFlowRestoreWaitAfterFirstSync(ctx, cfg)
 	if !cfg.AntreaProxy.Enabled() {
 		klog.InfoS("AntreaProxy is disabled (antreaProxy.enable=false); nothing to do")
 		<-ctx.Done()

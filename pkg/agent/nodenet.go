@@ -20,7 +20,6 @@ import (
 	"github.com/antrea-proxy/antrea-proxy/pkg/config"
 	"github.com/antrea-proxy/antrea-proxy/pkg/nodenet"
 	"github.com/antrea-proxy/antrea-proxy/pkg/ovs/openflow"
-	"github.com/antrea-proxy/antrea-proxy/pkg/pipeline"
 	"github.com/antrea-proxy/antrea-proxy/pkg/proxy"
 	"github.com/antrea-proxy/antrea-proxy/pkg/proxy/metrics"
 )
@@ -70,6 +69,8 @@ type DataPath struct {
 	exposeMu sync.Mutex
 	services ServiceSource
 	rec      *nodenet.Reconciler
+	// gwFlows installs the gateway flows and knows how many OVS should hold.
+	gwFlows gatewayFlowSet
 	cni      *server.Server
 	wg       sync.WaitGroup
 	errMu    sync.Mutex
@@ -103,13 +104,10 @@ func NewDataPath(ctx context.Context, opts DataPathOptions) (*DataPath, error) {
 	if opts.Round == 0 {
 		return nil, fmt.Errorf("data path: Round is required")
 	}
-	d := &DataPath{opts: opts, cfg: cfg, host: nodenet.Host{NetNS: opts.HostNetNS}, round: opts.Round}
+	d := &DataPath{opts: opts, cfg: cfg, host: nodenet.Host{NetNS: opts.HostNetNS}, round: opts.Round, gwFlows: gatewayFlowSet{installed: -1}}
 	d.nodePortVIPs, d.serviceVIPs = cfg.NodeNetwork.VirtualIPs()
 	var err error
-	d.gw, err = d.host.EnsureGateway(ctx, opts.OVSDB, nodenet.GatewayConfig{
-		Name: cfg.HostGateway, Bridge: cfg.OVSBridge, MAC: nodenet.GatewayMAC(cfg.NodeName), MTU: cfg.NodeNetwork.MTU,
-		DisableTXChecksumOffload: cfg.OVSDatapathType == config.DatapathNetdev,
-	})
+	d.gw, err = d.host.EnsureGateway(ctx, opts.OVSDB, d.gatewayConfig())
 	if err != nil {
 		return nil, err
 	}
@@ -278,47 +276,6 @@ func (d *DataPath) waitForPodCIDRs(ctx context.Context, get func(string) (*v1.No
 		case <-time.After(200 * time.Millisecond):
 		}
 	}
-}
-
-// setupGateway gives the gateway its addresses, turns forwarding on, keeps the host from
-// answering pods' ARP requests on their own interfaces (nodenet.Host.RestrictPodARP) and
-// installs the gateway flows of this round, deleting those of older rounds in the same bundle.
-func (d *DataPath) setupGateway(ctx context.Context) error {
-	if err := d.host.SetGatewayAddresses(d.gw.Name, nodenet.GatewayAddresses(d.podCIDRs)); err != nil {
-		return err
-	}
-	ipv4, ipv6 := families(d.podCIDRs)
-	if err := d.host.EnableForwarding(ipv6); err != nil {
-		return err
-	}
-	// Before the CNI server creates or restores pod interfaces: pods must learn the gateway's
-	// MAC, not their veth's, or the host forwards a second copy of their packets.
-	if err := d.host.RestrictPodARP(); err != nil {
-		return err
-	}
-	flows := pipeline.GatewayFlows(d.round, pipeline.Gateway{OFPort: d.gw.OFPort, MAC: d.gw.MAC, IPv4: ipv4, IPv6: ipv6,
-		NodePortVirtualIPs: d.nodePortVIPs, PodCIDRs: d.podCIDRs})
-	old, err := d.opts.Bridge.DumpFlows(ctx, openflow.FlowFilter{Cookie: pipeline.GatewayCookie(0), CookieMask: pipeline.CategoryMask})
-	if err != nil {
-		return fmt.Errorf("dumping gateway flows: %w", err)
-	}
-	var ops []openflow.Op
-	for i := range flows {
-		ops = append(ops, openflow.Op{Kind: openflow.AddFlow, Flow: &flows[i]})
-	}
-	stale := map[uint16]bool{}
-	for _, f := range old {
-		if r := pipeline.CookieRound(f.Cookie); r != d.round && !stale[r] {
-			stale[r] = true
-			ops = append(ops, openflow.Op{Kind: openflow.DeleteFlows, Flow: &openflow.Flow{
-				Cookie: pipeline.GatewayCookie(r), CookieMask: pipeline.RoundMask | pipeline.CategoryMask}})
-		}
-	}
-	if err := d.opts.Bridge.Apply(ctx, ops); err != nil {
-		return fmt.Errorf("installing gateway flows: %w", err)
-	}
-	klog.InfoS("Gateway flows installed", "gateway", d.gw.Name, "round", d.round, "flows", len(flows), "staleRounds", len(stale))
-	return nil
 }
 
 // pollServices feeds the reconciler with the proxier's exposure after each of its syncs.

@@ -2,6 +2,7 @@ package proxy
 
 import (
 	"context"
+	"fmt"
 	"sort"
 
 	"k8s.io/apimachinery/pkg/types"
@@ -113,6 +114,12 @@ func (p *Proxier) planAndApply(ctx context.Context, in *syncInput) (*plan, map[t
 		err := p.applyOps(ctx, pl.ops, len(pl.included), in.full)
 		if err == nil {
 			return pl, rejected, nil
+		}
+		if p.ovsLostState(ctx) {
+			// Not the Services' fault: ovs-vswitchd restarted or the bridge was flushed, and the
+			// ops met groups or flows that are gone. Replay everything before the next sync.
+			p.replayOwed = true
+			return nil, nil, fmt.Errorf("OVS lost the proxier's flows; replaying before the next sync: %w", err)
 		}
 		bad := p.rejectedServices(pl, err)
 		progress := false

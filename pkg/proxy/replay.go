@@ -19,33 +19,42 @@ func (p *Proxier) Name() string { return "proxier" }
 // deletes the flows of a deleted group). While a bundle is in flight, and before the first sync,
 // it reports true: it cannot tell.
 func (p *Proxier) Verify(ctx context.Context, c of.FlowCounter) (bool, error) {
+	want, seq, synced := p.expectedFlows()
+	if !synced || seq%2 == 1 {
+		return true, nil
+	}
+	ok, err := p.countsMatch(ctx, c, want)
+	if err != nil {
+		return false, err
+	}
 	p.mu.Lock()
-	seq, synced := p.applySeq, p.syncs > 0
+	changed := p.applySeq != seq
+	p.mu.Unlock()
+	return ok || changed, nil
+}
+
+// expectedFlows returns the installed flows per category, the apply sequence number (odd while a
+// bundle is in flight) and whether anything was synced yet.
+func (p *Proxier) expectedFlows() (map[pipeline.Category]int, uint64, bool) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
 	want := make(map[pipeline.Category]int, len(ourCategories))
 	for _, cat := range ourCategories {
 		want[cat] = p.state.perCategory[cat]
 	}
-	p.mu.Unlock()
-	if !synced || seq%2 == 1 {
-		return true, nil
-	}
-	got := make(map[pipeline.Category]int, len(ourCategories))
+	return want, p.applySeq, p.syncs > 0
+}
+
+// countsMatch counts this round's flows of each of our categories through c and compares them
+// with want.
+func (p *Proxier) countsMatch(ctx context.Context, c of.FlowCounter, want map[pipeline.Category]int) (bool, error) {
 	for _, cat := range ourCategories {
 		n, err := c.CountFlows(ctx, of.FlowFilter{Cookie: pipeline.Cookie(p.round, cat, 0), CookieMask: pipeline.RoundMask | pipeline.CategoryMask})
 		if err != nil {
 			return false, fmt.Errorf("counting %s flows: %w", cat, err)
 		}
-		got[cat] = n
-	}
-	p.mu.Lock()
-	changed := p.applySeq != seq
-	p.mu.Unlock()
-	if changed {
-		return true, nil
-	}
-	for _, cat := range ourCategories {
-		if got[cat] != want[cat] {
-			klog.InfoS("OVS holds other flows than the proxier installed", "category", cat, "installed", want[cat], "inOVS", got[cat])
+		if n != want[cat] {
+			klog.InfoS("OVS holds other flows than the proxier installed", "category", cat, "installed", want[cat], "inOVS", n)
 			return false, nil
 		}
 	}
@@ -88,4 +97,20 @@ func (p *Proxier) replay(ctx context.Context) error {
 	klog.InfoS("Replayed the proxier's flows and groups", "ops", len(ops), "flows", len(p.state.flows),
 		"groups", p.state.groupCount(), "duration", p.opts.Clock.Since(start))
 	return nil
+}
+
+// ovsLostState reports whether OVS holds other flows of this round than the proxier installed
+// (counted through the bridge when it can count): after a rejected bundle it tells a vswitchd
+// restart or flush, which calls for a replay, from a Service whose ops OVS refuses.
+func (p *Proxier) ovsLostState(ctx context.Context) bool {
+	c, ok := p.bridge.(of.FlowCounter)
+	if !ok {
+		return false
+	}
+	want, _, synced := p.expectedFlows()
+	if !synced {
+		return false
+	}
+	match, err := p.countsMatch(ctx, c, want)
+	return err == nil && !match
 }

@@ -60,6 +60,10 @@ func BuildServiceMap(src ServiceSource, f ServiceFilter) apiv1.ServiceMap {
 		for _, ps := range svc.Ports {
 			out.Items = append(out.Items, servicePortItem(svc, ps, fams[ps.Port.Name], own[ps.Cookie&pipeline.ServiceCookieMask]))
 		}
+		if len(svc.Ports) == 0 && svc.Problem != nil {
+			// Quarantined before anything of it was installed: one row carries the problem.
+			out.Items = append(out.Items, problemOnlyItem(svc))
+		}
 	}
 	sort.SliceStable(out.Items, func(i, j int) bool {
 		a, b := out.Items[i], out.Items[j]
@@ -128,7 +132,9 @@ func servicePortItem(svc proxy.ServiceStatus, ps proxy.PortStatus, fams map[bool
 		CookieMask:    fmt.Sprintf("%#x", pipeline.ServiceCookieMask),
 		LastSync:      svc.LastSync.UTC().Format(time.RFC3339),
 	}
-	// TODO(issue 12, lead): copy svc.Problem once proxy.ServiceStatus has it: if p := svc.Problem; p != nil { item.Problem = problemItem(p.Reason, p.Message, p.Since, p.Retries, p.NextRetry) }
+	if p := svc.Problem; p != nil {
+		item.Problem = problemItem(p.Reason, p.Message, p.Since, p.Retries, p.NextRetry)
+	}
 	if ps.IPv6 {
 		item.IPFamily = "IPv6"
 	}
@@ -215,4 +221,17 @@ func BuildOVSFlows(src ServiceSource, nn *types.NamespacedName) apiv1.OVSFlows {
 		out.Items = append(out.Items, item)
 	}
 	return out
+}
+
+// problemOnlyItem is the row of a Service that has a problem but no installed port.
+func problemOnlyItem(svc proxy.ServiceStatus) apiv1.ServicePort {
+	p := svc.Problem
+	return apiv1.ServicePort{
+		Namespace: svc.Name.Namespace, Name: svc.Name.Name, IPFamily: "IPv4",
+		ClusterIPs: []string{}, ExternalIPs: []string{}, LoadBalancerIngress: []apiv1.LBIngress{},
+		ExternalTrafficPolicy: policy(false), InternalTrafficPolicy: policy(false),
+		SessionAffinity: apiv1.SessionAffinity{Type: "None"}, Cookie: "0x0",
+		CookieMask: fmt.Sprintf("%#x", pipeline.ServiceCookieMask),
+		Problem:    problemItem(p.Reason, p.Message, p.Since, p.Retries, p.NextRetry),
+	}
 }

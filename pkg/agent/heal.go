@@ -1,0 +1,115 @@
+package agent
+
+import (
+	"context"
+	"path/filepath"
+	"time"
+
+	"k8s.io/klog/v2"
+
+	"github.com/antrea-proxy/antrea-proxy/pkg/config"
+	"github.com/antrea-proxy/antrea-proxy/pkg/healer"
+	"github.com/antrea-proxy/antrea-proxy/pkg/ovs/ofconn"
+	"github.com/antrea-proxy/antrea-proxy/pkg/ovs/ovsdb"
+	"github.com/antrea-proxy/antrea-proxy/pkg/proxy/healthcheck"
+)
+
+// ovsConnPollInterval is how often the OpenFlow connection state is copied into the health
+// endpoints.
+const ovsConnPollInterval = time.Second
+
+// mgmtSocket is the OpenFlow management socket of the agent's bridge.
+func mgmtSocket(cfg *config.AgentConfig) string {
+	return "unix:" + filepath.Join(cfg.OVSRunDir, cfg.OVSBridge+".mgmt")
+}
+
+// startSelfHealing keeps an OpenFlow connection to the bridge open and runs the healer: when the
+// connection comes back after a loss (ovs-vswitchd restarted) every owner of flows replays what
+// it installed, in order (gateway, pods, Services), and then flow-restore-wait is cleared; every
+// few seconds each owner's flow counts are checked against OVS and a mismatching owner replays
+// (an external del-flows). Call it once the data path has started.
+func (c *Components) startSelfHealing(ctx context.Context, cfg *config.AgentConfig) {
+	mon := ofconn.NewMonitor(mgmtSocket(cfg), ofconn.MonitorOptions{})
+	go mon.Run(ctx)
+	var owners []healer.Owner
+	if d := c.DataPath; d != nil {
+		owners = append(owners, gatewayOwner{d})
+		if cni := d.CNIServer(); cni != nil {
+			owners = append(owners, cni)
+		}
+	}
+	if cfg.AntreaProxy.Enabled() {
+		owners = append(owners, c.Proxier)
+	}
+	db := c.OVSDB
+	h := healer.New(healer.Options{
+		Counter: c.Bridge,
+		Owners:  owners,
+		Resets:  mon.Resets(),
+		AfterReplayAll: func(ctx context.Context) error {
+			return clearFlowRestoreWait(ctx, db)
+		},
+	})
+	if err := h.RegisterMetrics(c.observers.metrics.Registry()); err != nil {
+		klog.ErrorS(err, "Registering the healer's metrics failed")
+	}
+	go h.Run(ctx)
+	go reportOVSConnection(ctx, mon, c.observers.health)
+}
+
+// clearFlowRestoreWait tells ovs-vswitchd that the flows are restored (start-ovs sets
+// flow-restore-wait before it starts ovs-vswitchd, which then keeps the datapath as it was).
+func clearFlowRestoreWait(ctx context.Context, db *ovsdb.Client) error {
+	on, err := db.FlowRestoreWait(ctx)
+	if err != nil || !on {
+		return err
+	}
+	if err := db.SetFlowRestoreWait(ctx, false); err != nil {
+		return err
+	}
+	klog.InfoS("Flows restored; cleared flow-restore-wait")
+	return nil
+}
+
+// clearFlowRestoreWaitAfterFirstSync clears flow-restore-wait once the proxier has installed
+// its first full sync (the gateway and pod flows are installed before it runs), retrying until
+// OVSDB answers.
+func (c *Components) clearFlowRestoreWaitAfterFirstSync(ctx context.Context, cfg *config.AgentConfig) {
+	tick := time.NewTicker(100 * time.Millisecond)
+	defer tick.Stop()
+	for {
+		synced := !cfg.AntreaProxy.Enabled()
+		if !synced {
+			_, _, syncs := c.Proxier.SyncState()
+			synced = syncs > 0
+		}
+		if synced {
+			if err := clearFlowRestoreWait(ctx, c.OVSDB); err == nil {
+				return
+			} else if ctx.Err() == nil {
+				klog.ErrorS(err, "Clearing flow-restore-wait failed; retrying")
+			}
+		}
+		select {
+		case <-ctx.Done():
+			return
+		case <-tick.C:
+		}
+	}
+}
+
+// reportOVSConnection copies the OpenFlow connection state into the health endpoints: /livez
+// fails when OVS has been unreachable for longer than its grace period.
+func reportOVSConnection(ctx context.Context, mon *ofconn.Monitor, health *healthcheck.ProxyHealth) {
+	t := time.NewTicker(ovsConnPollInterval)
+	defer t.Stop()
+	for {
+		up, since := mon.Connected()
+		health.SetOVSConnected(up, since)
+		select {
+		case <-ctx.Done():
+			return
+		case <-t.C:
+		}
+	}
+}

@@ -71,10 +71,10 @@ type DataPath struct {
 	rec      *nodenet.Reconciler
 	// gwFlows installs the gateway flows and knows how many OVS should hold.
 	gwFlows gatewayFlowSet
-	cni      *server.Server
-	wg       sync.WaitGroup
-	errMu    sync.Mutex
-	errs     []error
+	cni     *server.Server
+	wg      sync.WaitGroup
+	errMu   sync.Mutex
+	errs    []error
 }
 
 // RoundStore keeps the flow round number across agent restarts (in the bridge's external_ids).

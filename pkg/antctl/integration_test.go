@@ -29,7 +29,6 @@ import (
 
 const itNode = "node-a"
 
-
 func lbIngress(ip, host, mode string) v1.LoadBalancerIngress {
 	ing := v1.LoadBalancerIngress{IP: ip, Hostname: host}
 	if mode != "" {

@@ -127,11 +127,14 @@ func BaseFlows(n NodeConfig) []of.Flow {
 				Actions: []of.Action{of.CT{Zone: f.snatZone, Table: TableConntrackZone, HasTable: true, NAT: &of.NAT{Kind: of.NATReply}}}},
 			of.Flow{Table: TableConntrackZone, Priority: PriorityNormal, Cookie: c, Match: of.Match{EthType: f.ethType},
 				Actions: []of.Action{of.CT{Zone: f.serviceZone, Table: TableConntrackState, HasTable: true, NAT: &of.NAT{Kind: of.NATReply}}}},
-			// Established Service connections in the original direction were DNATed just now; a
-			// connection that was also SNATed (ServiceSNAT, hairpin) recorded its SNAT on the
-			// DNATed tuple, so the SNAT zone is looked up again after DNAT to re-apply it.
+			// Later original-direction packets of a committed Service connection (ct_mark bit 0
+			// is only set by EndpointDNAT's commit) were DNATed just now; a connection that was
+			// also SNATed (ServiceSNAT, hairpin) recorded its SNAT on the DNATed tuple, so the SNAT
+			// zone is looked up again after DNAT to re-apply it. Established or not: conntrack
+			// reports a connection +new until it sees a reply (a second UDP datagram, a
+			// retransmitted SYN), and such a packet, already DNATed, would miss ServiceLB.
 			of.Flow{Table: TableConntrackState, Priority: PrioritySNATLookup, Cookie: c,
-				Match: of.Match{EthType: f.ethType, CtState: &of.CtState{Set: of.CtTrk, Unset: of.CtNew | of.CtRpl},
+				Match: of.Match{EthType: f.ethType, CtState: &of.CtState{Set: of.CtTrk, Unset: of.CtRpl},
 					CtMark: &of.Masked32{Value: CtMarkService, Mask: CtMarkService}},
 				Actions: []of.Action{of.CT{Zone: f.snatZone, Table: TableL3Forwarding, HasTable: true, NAT: &of.NAT{Kind: of.NATReply}}}},
 			of.Flow{Table: TableConntrackCommit, Priority: PriorityNormal, Cookie: c,

@@ -102,7 +102,8 @@ const (
 	// anti-spoof flows use PriorityHigh).
 	PriorityND   uint16 = 220
 	PriorityHigh uint16 = 210
-	// PrioritySNATLookup re-applies SNAT to established Service connections (ConntrackState).
+	// PrioritySNATLookup re-applies SNAT to the later packets of committed Service connections
+	// (ConntrackState).
 	PrioritySNATLookup uint16 = 205
 	PriorityNormal     uint16 = 200
 	// PriorityRangeDrop drops what loadBalancerSourceRanges does not allow.

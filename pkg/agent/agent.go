@@ -159,7 +159,7 @@ func interfaceAddrs(name string) (v4, v6 netip.Addr) {
 func Run(ctx context.Context, cfg *config.AgentConfig, client kubernetes.Interface) error {
 	var events proxy.EventSink
 	if client != nil {
-		events = newServiceEvents(ctx, client, cfg.NodeName)
+		events = NewServiceEvents(ctx, client, cfg.NodeName)
 	}
 	c, err := Setup(ctx, cfg, events)
 	if err != nil {

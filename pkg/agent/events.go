@@ -9,6 +9,8 @@ import (
 	"k8s.io/client-go/kubernetes/scheme"
 	typedcorev1 "k8s.io/client-go/kubernetes/typed/core/v1"
 	"k8s.io/client-go/tools/record"
+
+	"github.com/antrea-proxy/antrea-proxy/pkg/proxy"
 )
 
 // serviceEvents reports the proxier's problems with a Service (OVS rejected its flows, another
@@ -17,8 +19,9 @@ type serviceEvents struct {
 	recorder record.EventRecorder
 }
 
-// newServiceEvents starts an event broadcaster writing to the API server until ctx is done.
-func newServiceEvents(ctx context.Context, client kubernetes.Interface, node string) *serviceEvents {
+// NewServiceEvents returns the proxier's event sink: a broadcaster writing to the API server
+// until ctx is done.
+func NewServiceEvents(ctx context.Context, client kubernetes.Interface, node string) proxy.EventSink {
 	b := record.NewBroadcaster(record.WithContext(ctx))
 	b.StartStructuredLogging(0)
 	b.StartRecordingToSink(&typedcorev1.EventSinkImpl{Interface: client.CoreV1().Events("")})

@@ -15,6 +15,7 @@ import (
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/apimachinery/pkg/util/intstr"
 	"k8s.io/client-go/informers"
 	"k8s.io/client-go/kubernetes/fake"
@@ -23,6 +24,7 @@ import (
 	k8stesting "k8s.io/client-go/testing"
 	"k8s.io/client-go/tools/record"
 
+	"github.com/antrea-proxy/antrea-proxy/pkg/agent"
 	"github.com/antrea-proxy/antrea-proxy/pkg/config"
 	"github.com/antrea-proxy/antrea-proxy/pkg/loadbalancer"
 	"github.com/antrea-proxy/antrea-proxy/pkg/loadbalancer/conditions"
@@ -124,21 +126,15 @@ func TestAgentRBAC(t *testing.T) {
 }
 
 // recordAgentWarnings emits, twice, the Warning Event the agent records on a Service whose flows
-// OVS rejected (proxy.Options.Events, through a client-go event recorder as pkg/agent wires it):
-// the first is created, the repeat patched.
-// TODO(issue 12): once pkg/agent wires proxy.Options.Events, let the proxier emit them (a
-// rejected op through the fake bridge) instead of calling the recorder here.
+// OVS rejected, through the agent's own event sink (agent.NewServiceEvents, which pkg/agent passes
+// as proxy.Options.Events): the first is created, the repeat patched.
 func recordAgentWarnings(t *testing.T, cs *fake.Clientset) {
 	t.Helper()
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
-	broadcaster := record.NewBroadcaster(record.WithContext(ctx))
-	broadcaster.StartRecordingToSink(&typedcorev1.EventSinkImpl{Interface: cs.CoreV1().Events("")})
-	defer broadcaster.Shutdown()
-	recorder := broadcaster.NewRecorder(scheme.Scheme, corev1.EventSource{Component: "antrea-agent"})
-	svc := webService(corev1.ServiceTypeClusterIP)
+	events := agent.NewServiceEvents(ctx, cs, "node-a")
 	for range 2 {
-		recorder.Event(svc, corev1.EventTypeWarning, "OVSRejected", "OFPBAC_BAD_OUT_GROUP")
+		events.Warning(types.NamespacedName{Namespace: "default", Name: "web"}, "OVSRejected", "OFPBAC_BAD_OUT_GROUP")
 	}
 	require.Eventually(t, func() bool {
 		return slices.ContainsFunc(cs.Actions(), func(a k8stesting.Action) bool {

@@ -130,9 +130,8 @@ func TestTableCells(t *testing.T) {
 	require.Equal(t, "<unknown>", age("", now))
 }
 
-// problemMap is a servicemap with a quarantined Service and a conflict loser.
-// TODO(issue 12): once the proxier reports Problems, add them to apiservertest.AllDecisions so
-// that TestGoldenServiceMap covers them through the agent API too.
+// problemMap is a servicemap with a quarantined Service and a conflict loser (the agent API's
+// side is pkg/agent/apiserver's TestServiceMapProblems).
 func problemMap() apiv1.ServiceMap {
 	item := func(ns, name string, port uint16, p *apiv1.Problem) apiv1.ServicePort {
 		return apiv1.ServicePort{Namespace: ns, Name: name, Port: port, Protocol: "TCP", IPFamily: "IPv4",

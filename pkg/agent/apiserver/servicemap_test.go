@@ -13,6 +13,7 @@ import (
 
 	"github.com/antrea-proxy/antrea-proxy/pkg/agent/apiserver/apiservertest"
 	"github.com/antrea-proxy/antrea-proxy/pkg/agent/apiserver/apiv1"
+	"github.com/antrea-proxy/antrea-proxy/pkg/proxy"
 	"github.com/antrea-proxy/antrea-proxy/pkg/proxy/model"
 )
 
@@ -79,4 +80,34 @@ func TestProblemItem(t *testing.T) {
 	b, err := json.Marshal(apiv1.ServicePort{})
 	require.NoError(t, err)
 	require.Contains(t, string(b), `"problem":null`)
+}
+
+// TestServiceMapProblems: a Service's problem reaches every row of it, and a Service quarantined
+// before anything of it was installed still has a row that carries its problem.
+func TestServiceMapProblems(t *testing.T) {
+	nn := types.NamespacedName{Namespace: "default", Name: "web"}
+	sp := model.ServicePort{Name: model.ServicePortName{NamespacedName: nn, Port: "http", Protocol: model.TCP},
+		ClusterIPs: []netip.Addr{netip.MustParseAddr("10.96.0.10")}, Port: 80, Protocol: model.TCP}
+	src := apiservertest.NewFakeSource()
+	src.Add(nn, apiservertest.SyncTime, apiservertest.PortSpec{Port: sp, GroupID: 3})
+	since := apiservertest.SyncTime.Add(-time.Minute)
+	src.SetProblem(nn, &proxy.ServiceProblem{Reason: proxy.ProblemFlowConflict, Message: "tcp,nw_dst=10.96.0.10,tp_dst=80 is programmed for default/old", Since: since})
+	bad := types.NamespacedName{Namespace: "default", Name: "bad"}
+	src.SetProblem(bad, &proxy.ServiceProblem{Reason: proxy.ProblemOVSRejected, Message: "OFPBAC_BAD_OUT_GROUP", Since: since, Retries: 2, NextRetry: since.Add(4 * time.Second)})
+
+	m := BuildServiceMap(src, ServiceFilter{Namespace: "default"})
+	require.Len(t, m.Items, 2)
+	got := map[string]*apiv1.Problem{}
+	for _, it := range m.Items {
+		got[it.Name] = it.Problem
+	}
+	require.NotNil(t, got["web"], "the installed Service's row lost its problem")
+	require.Equal(t, apiv1.ProblemFlowConflict, got["web"].Reason)
+	require.NotNil(t, got["bad"], "a Service quarantined before it was installed has no row")
+	require.Equal(t, apiv1.ProblemOVSRejected, got["bad"].Reason)
+	require.Equal(t, 2, got["bad"].Retries)
+	require.Equal(t, since.Add(4*time.Second).UTC().Format(time.RFC3339), got["bad"].NextRetry)
+	b, err := json.Marshal(m)
+	require.NoError(t, err)
+	require.Contains(t, string(b), `"problem":{"reason":"OVSRejected"`)
 }

@@ -190,3 +190,17 @@ var AllReasons = []model.Reason{
 	model.ReasonProgrammedVIP, model.ReasonProgrammedUnset, model.ReasonSkippedProxy, model.ReasonSkippedDisabled,
 	model.ReasonSkippedHostname, model.ReasonSkippedFamily, model.ReasonSkippedUnknownMode,
 }
+
+// SetProblem gives the Service nn a problem, adding it without ports when it is not there yet
+// (a Service quarantined before anything of it was installed).
+func (f *FakeSource) SetProblem(nn types.NamespacedName, p *proxy.ServiceProblem) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	for i := range f.services {
+		if f.services[i].Name == nn {
+			f.services[i].Problem = p
+			return
+		}
+	}
+	f.services = append(f.services, proxy.ServiceStatus{Name: nn, Problem: p})
+}

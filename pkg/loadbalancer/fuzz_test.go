@@ -117,12 +117,12 @@ func FuzzRequest(f *testing.F) {
 			t.Fatalf("%d port keys for %d ports", len(req.Ports), len(svc.Spec.Ports))
 		}
 		_, annErr := ParseIPList(svc.Annotations[AnnotationLoadBalancerIPs])
-		_, ipErr := netip.ParseAddr(svc.Spec.LoadBalancerIP)
+		lbIP, ipErr := netip.ParseAddr(svc.Spec.LoadBalancerIP)
 		wantBad := 0
 		if annErr != nil {
 			wantBad++
 		}
-		if svc.Spec.LoadBalancerIP != "" && ipErr != nil {
+		if svc.Spec.LoadBalancerIP != "" && (ipErr != nil || lbIP.Zone() != "") {
 			wantBad++
 		}
 		if len(bad) != wantBad {

@@ -130,7 +130,7 @@ func FuzzReadSpool(f *testing.F) {
 		}
 		// JSON replaces invalid UTF-8 with U+FFFD; the plugin validates container IDs and
 		// interface names, and CNI_ARGS carry Kubernetes names, so only valid UTF-8 must survive.
-		if containerID == "" || !utf8.ValidString(containerID+ifName+args) {
+		if containerID == "" || !utf8.ValidString(containerID) || !utf8.ValidString(ifName) || !utf8.ValidString(args) {
 			return
 		}
 		if err := os.Remove(file); err != nil {

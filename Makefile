@@ -12,7 +12,7 @@ BINARIES := antrea-agent antctl antrea-cni antrea-controller
 UNIT_PKGS = $(shell $(GO) list ./...)
 INTEGRATION_RUN := 'Integration|RealOVS|TestStart|TestNetNS|TestEcho|TestOfctl|TestClient'
 
-.PHONY: all build setup test test-unit test-integration test-e2e bench lint fmt generate demo demo-down clean helm manifest image
+.PHONY: all build setup test test-unit test-integration test-e2e fuzz bench lint fmt generate demo demo-down clean helm manifest image
 
 all: build
 
@@ -39,6 +39,13 @@ test-integration: setup
 
 test-e2e: setup
 	@bash hack/test.sh e2e
+
+# fuzz: every Go fuzz target in the tree for FUZZTIME each (default 60s), one after another;
+# fails on any crasher. `make fuzz FUZZTIME=10s` for a quick run. The seed corpora (f.Add and
+# testdata/fuzz) also run as ordinary tests in `make test`.
+FUZZTIME ?= 60s
+fuzz:
+	@FUZZTIME=$(FUZZTIME) bash hack/test.sh fuzz
 
 bench: setup
 	$(GO) test ./pkg/ovs/openflow/ofctl -run '^$$' -bench . -benchtime 3x

@@ -1,9 +1,11 @@
 #!/usr/bin/env bash
 # hack/test.sh runs antrea-proxy's test suites.
-#   unit         fast tests, no root, no OVS (go test -short); must stay under 2 minutes
+#   unit         fast tests, no root, no OVS (go test -race -short); must stay under 2 minutes
 #   integration  every package with its real-OVS integration tests (needs root and hack/setup.sh)
 #   e2e          the sandbox-cluster end-to-end suite (slow; builds the control plane once)
 #   all          unit, then integration (what `make test` and CI run)
+#   fuzz         every Go fuzz target (func FuzzXxx in a _test.go file) for FUZZTIME each
+#                (default 60s), one after another; fails if any finds a crasher
 set -euo pipefail
 cd "$(dirname "$0")/.."
 export PATH=/usr/local/go/bin:$PATH
@@ -18,8 +20,46 @@ build_helm() {
 }
 run_unit() {
   build_helm
-  echo "== unit tests (go test -short) =="
-  go test -short -count=1 $pkgs
+  # -race needs cgo (and gcc, installed by hack/setup.sh).
+  echo "== unit tests (go test -race -short) =="
+  CGO_ENABLED=1 go test -race -short -count=1 $pkgs
+}
+# fuzz_targets prints "package target" for every fuzz target in the tree: packages whose test
+# files define a Fuzz function, asked for their exact list with go test -list.
+fuzz_targets() {
+  local dirs d list
+  dirs=$(grep -rlE --include='*_test.go' '^func Fuzz[A-Z0-9_]' pkg cmd test 2>/dev/null | xargs -r -n1 dirname | sort -u || true)
+  for d in $dirs; do
+    list=$(go test -list '^Fuzz' "./$d") # a package that does not build fails here
+    grep '^Fuzz' <<<"$list" | sed "s|^|./$d |" || true
+  done
+}
+# run_fuzz runs each target for FUZZTIME, printing its progress, and a summary at the end. A
+# crasher is written by go test to the package's testdata/fuzz/<target>/: commit it as a
+# regression seed together with the fix.
+run_fuzz() {
+  local fuzztime=${FUZZTIME:-60s} targets log failed=0 summary=""
+  targets=$(fuzz_targets)
+  if [ -z "$targets" ]; then echo "no fuzz targets found" >&2; return 1; fi
+  echo "== fuzz: $(echo "$targets" | wc -l) targets, $fuzztime each =="
+  log=$(mktemp)
+  while read -r pkg target; do
+    echo "-- fuzz $pkg $target ($fuzztime)"
+    local rc=0
+    go test -run '^$' -fuzz "^${target}\$" -fuzztime "$fuzztime" ${FUZZFLAGS:-} "$pkg" </dev/null 2>&1 | tee "$log" || rc=$?
+    local execs
+    execs=$(grep -o 'execs: [0-9]*' "$log" | tail -1 | cut -d' ' -f2 || true)
+    if [ "$rc" -ne 0 ]; then
+      failed=1
+      summary+=$(printf '%-48s %-32s %10s  FAIL (see testdata/fuzz/%s)' "$pkg" "$target" "${execs:-?}" "$target")$'\n'
+    else
+      summary+=$(printf '%-48s %-32s %10s  ok' "$pkg" "$target" "${execs:-?}")$'\n'
+    fi
+  done <<<"$targets"
+  rm -f "$log"
+  echo "== fuzz summary (package, target, execs, result) =="
+  printf '%s' "$summary"
+  return $failed
 }
 run_integration() {
   echo "== integration tests (real Open vSwitch, userspace datapath; slower) =="
@@ -42,5 +82,6 @@ case "$suite" in
   integration) run_integration ;;
   e2e) run_e2e ;;
   all) run_unit; run_integration ;;
-  *) echo "usage: $0 unit|integration|e2e|all" >&2; exit 2 ;;
+  fuzz) run_fuzz ;;
+  *) echo "usage: $0 unit|integration|e2e|all|fuzz" >&2; exit 2 ;;
 esac

@@ -25,7 +25,7 @@ func request(svc *v1.Service) (ipam.Request, []conditions.Unmet) {
 	var bad []conditions.Unmet
 	if s := svc.Spec.LoadBalancerIP; s != "" {
 		a, err := netip.ParseAddr(s)
-		if err != nil {
+		if err != nil || a.Zone() != "" { // as ParseIPList: a zoned address is never allocatable
 			bad = append(bad, conditions.Unmet{Feature: conditions.FeatureLoadBalancerIP,
 				Why: fmt.Sprintf("spec.loadBalancerIP %q is not an IP address", s)})
 		} else {

@@ -65,21 +65,36 @@ func isHeaderLine(s string) bool {
 // represent is an error (a *ParseError) naming the token and the line.
 func ParseFlowDump(out string) ([]Flow, error) {
 	var flows []Flow
+	err := eachDumpLine(out, func(lineNo int, s string) error {
+		f, err := ParseFlow(s)
+		if err != nil {
+			if pe, ok := err.(*ParseError); ok {
+				pe.LineNo = lineNo
+			}
+			return err
+		}
+		flows = append(flows, f)
+		return nil
+	})
+	if err != nil {
+		return nil, err
+	}
+	return flows, nil
+}
+
+// eachDumpLine calls fn with the number and trimmed text of every flow line of a dump (blank and
+// reply header lines are left out), stopping at fn's first error.
+func eachDumpLine(out string, fn func(lineNo int, line string) error) error {
 	for i, line := range strings.Split(out, "\n") {
 		s := strings.TrimSpace(line)
 		if s == "" || isHeaderLine(s) {
 			continue
 		}
-		f, err := ParseFlow(s)
-		if err != nil {
-			if pe, ok := err.(*ParseError); ok {
-				pe.LineNo = i + 1
-			}
-			return nil, err
+		if err := fn(i+1, s); err != nil {
+			return err
 		}
-		flows = append(flows, f)
 	}
-	return flows, nil
+	return nil
 }
 
 // MaxSkippedErrors is how many parse errors ParseFlowDumpLenient keeps (it counts them all).
@@ -100,27 +115,24 @@ type Skipped struct {
 func ParseFlowDumpLenient(out string) ([]Flow, Skipped) {
 	var flows []Flow
 	var sk Skipped
-	for i, line := range strings.Split(out, "\n") {
-		s := strings.TrimSpace(line)
-		if s == "" || isHeaderLine(s) {
-			continue
-		}
+	_ = eachDumpLine(out, func(lineNo int, s string) error {
 		f, err := ParseFlow(s)
-		if err != nil {
-			sk.Count++
-			if len(sk.Errors) < MaxSkippedErrors {
-				pe, ok := err.(*ParseError)
-				if !ok {
-					pe = &ParseError{Line: s, Reason: err.Error()}
-				}
-				pe.LineNo = i + 1
-				pe.Line = truncateText(pe.Line, 512)
-				sk.Errors = append(sk.Errors, pe)
-			}
-			continue
+		if err == nil {
+			flows = append(flows, f)
+			return nil
 		}
-		flows = append(flows, f)
-	}
+		sk.Count++
+		if len(sk.Errors) < MaxSkippedErrors {
+			pe, ok := err.(*ParseError)
+			if !ok {
+				pe = &ParseError{Line: s, Reason: err.Error()}
+			}
+			pe.LineNo = lineNo
+			pe.Line = truncateText(pe.Line, 512)
+			sk.Errors = append(sk.Errors, pe)
+		}
+		return nil
+	})
 	return flows, sk
 }
 

@@ -269,20 +269,12 @@ func (c *Client) BridgeExternalIDs(ctx context.Context, bridge string) (map[stri
 }
 
 func (c *Client) bridgeExternalIDs(ctx context.Context, bridge string) (map[string]string, error) {
-	results, err := c.transact(ctx, []libovsdb.Operation{{
-		Op:      libovsdb.OperationSelect,
-		Table:   vswitchd.BridgeTable,
-		Where:   []libovsdb.Condition{{Column: "name", Function: libovsdb.ConditionEqual, Value: bridge}},
-		Columns: []string{"external_ids"},
-	}})
-	if err != nil {
-		return nil, err
-	}
-	if len(results[0].Rows) == 0 {
-		return nil, errors.New("bridge not found")
-	}
 	var br vswitchd.Bridge
-	if err := c.decodeRow(results[0].Rows[0], &br); err != nil {
+	where := libovsdb.Condition{Column: "name", Function: libovsdb.ConditionEqual, Value: bridge}
+	if err := c.selectOne(ctx, vswitchd.BridgeTable, where, "external_ids", &br); err != nil {
+		if errors.Is(err, errNoRow) {
+			return nil, errors.New("bridge not found")
+		}
 		return nil, err
 	}
 	if br.ExternalIDs == nil {
@@ -340,4 +332,22 @@ func (c *Client) mutateBridge(ctx context.Context, br *vswitchd.Bridge, mutation
 		return errors.New("bridge not found")
 	}
 	return nil
+}
+
+// errNoRow is selectOne's error when no row matches.
+var errNoRow = errors.New("no such row")
+
+// selectOne reads column of the first row of table that where selects into row (a model
+// pointer), straight from the server: the client's cache does not monitor every column.
+func (c *Client) selectOne(ctx context.Context, table string, where libovsdb.Condition, column string, row any) error {
+	results, err := c.transact(ctx, []libovsdb.Operation{{
+		Op: libovsdb.OperationSelect, Table: table, Where: []libovsdb.Condition{where}, Columns: []string{column},
+	}})
+	if err != nil {
+		return err
+	}
+	if len(results[0].Rows) == 0 {
+		return errNoRow
+	}
+	return c.decodeRow(results[0].Rows[0], row)
 }

@@ -66,20 +66,11 @@ func (c *Client) flowRestoreWait(ctx context.Context) (bool, error) {
 	if err != nil {
 		return false, err
 	}
-	results, err := c.transact(ctx, []libovsdb.Operation{{
-		Op:      libovsdb.OperationSelect,
-		Table:   vswitchd.OpenvSwitchTable,
-		Where:   []libovsdb.Condition{uuidIs(root.UUID)},
-		Columns: []string{"other_config"},
-	}})
-	if err != nil {
-		return false, err
-	}
-	if len(results[0].Rows) == 0 {
-		return false, errors.New("the Open_vSwitch row disappeared")
-	}
 	var row vswitchd.OpenvSwitch
-	if err := c.decodeRow(results[0].Rows[0], &row); err != nil {
+	if err := c.selectOne(ctx, vswitchd.OpenvSwitchTable, uuidIs(root.UUID), "other_config", &row); err != nil {
+		if errors.Is(err, errNoRow) {
+			return false, errors.New("the Open_vSwitch row disappeared")
+		}
 		return false, err
 	}
 	// ovs-vswitchd treats only "true" as set (smap_get_bool).

@@ -4,7 +4,6 @@ import (
 	"context"
 	"net"
 	"net/netip"
-	"sync"
 	"testing"
 	"time"
 
@@ -50,26 +49,6 @@ var (
 	fixedNow      = time.Date(2026, 11, 29, 12, 0, 0, 0, time.UTC)
 	nodeAddresses = []v1.NodeAddress{{Type: v1.NodeInternalIP, Address: nodeIP.String()}, {Type: v1.NodeHostName, Address: nodeName}}
 )
-
-// memRounds is an in-memory proxy.RoundStore.
-type memRounds struct {
-	mu    sync.Mutex
-	round uint16
-	ok    bool
-}
-
-func (m *memRounds) LoadRound(context.Context) (uint16, bool, error) {
-	m.mu.Lock()
-	defer m.mu.Unlock()
-	return m.round, m.ok, nil
-}
-
-func (m *memRounds) SaveRound(_ context.Context, r uint16) error {
-	m.mu.Lock()
-	defer m.mu.Unlock()
-	m.round, m.ok = r, true
-	return nil
-}
 
 // newProxier is the one place that builds a proxier: adapt it when proxy.New changes.
 func newProxier(t *testing.T, proxyLBIPs bool, b *openflowtest.FakeBridge) *proxy.Proxier {

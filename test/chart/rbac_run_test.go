@@ -115,7 +115,7 @@ func TestAgentRBAC(t *testing.T) {
 	}, waitTimeout, 10*time.Millisecond, "the proxier did not program Service default/web")
 	// A change after the initial list arrives through the watch. (The test writes through the
 	// tracker, so that cs.Actions() holds only the proxier's calls.)
-	require.NoError(t, cs.Tracker().Delete(corev1.SchemeGroupVersion.WithResource("services"), "default", "web"))
+	require.NoError(t, cs.Tracker().Delete(servicesGVR, "default", "web"))
 	require.Eventually(t, func() bool { return len(p.Services()) == 0 }, waitTimeout, 10*time.Millisecond,
 		"the proxier did not see Service default/web go")
 	cancel()
@@ -158,8 +158,11 @@ func TestControllerRBAC(t *testing.T) {
 	require.NoError(t, err)
 
 	cs := fake.NewClientset(readyNode("node-a"), webService(corev1.ServiceTypeLoadBalancer), webSlice())
-	servicesGVR := corev1.SchemeGroupVersion.WithResource("services")
-	// The API server's answer to a stale write, once: the controller must read the Service again.
+	// Service updates as on a real API server: a write from an older copy of the Service fails
+	// with a Conflict instead of undoing a newer write, the test's included.
+	services := newServiceStore(t, cs)
+	// On top of that, one Conflict on the first status write, wherever the copy came from: the
+	// controller must read the Service again.
 	var conflictOnce sync.Once
 	cs.PrependReactor("update", "services", func(a k8stesting.Action) (bool, runtime.Object, error) {
 		handled := false
@@ -194,13 +197,9 @@ func TestControllerRBAC(t *testing.T) {
 		})
 	}()
 
-	// The test reads and writes through the tracker, so that cs.Actions() holds only the
-	// controller's calls.
-	web := func() *corev1.Service {
-		obj, err := cs.Tracker().Get(servicesGVR, "default", "web")
-		require.NoError(t, err)
-		return obj.(*corev1.Service)
-	}
+	// The test reads and writes through the tracker (services), so that cs.Actions() holds only
+	// the controller's calls.
+	web := func() *corev1.Service { return services.Get("default", "web") }
 	ingress := func() string {
 		if in := web().Status.LoadBalancer.Ingress; len(in) > 0 {
 			return in[0].IP
@@ -210,12 +209,11 @@ func TestControllerRBAC(t *testing.T) {
 	setType := func(typ corev1.ServiceType) {
 		svc := web().DeepCopy()
 		svc.Spec.Type = typ
-		require.NoError(t, cs.Tracker().Update(servicesGVR, svc, "default"))
+		require.NoError(t, services.Update(svc))
 	}
 	require.Eventually(t, func() bool { return ingress() != "" }, waitTimeout, 10*time.Millisecond, "no address allocated")
-	// Let the controller finish writing (finalizer, Serving condition) before the test changes
-	// the Service, or its in-flight update could overwrite the test's (the tracker does not
-	// check resourceVersions).
+	// Let the controller finish the allocation (finalizer, Serving condition) before the test
+	// changes the Service, so that the allocation path is driven to its end.
 	require.Eventually(t, func() bool {
 		svc := web()
 		return slices.Contains(svc.Finalizers, loadbalancer.Finalizer) &&
@@ -227,18 +225,12 @@ func TestControllerRBAC(t *testing.T) {
 	setType(corev1.ServiceTypeClusterIP)
 	require.Eventually(t, func() bool {
 		svc := web()
-		if svc.Spec.Type != corev1.ServiceTypeClusterIP {
-			// The tracker has no resourceVersion conflicts: a controller write based on an older
-			// copy can undo the test's change. A real API server would reject that write.
-			svc = svc.DeepCopy()
-			svc.Spec.Type = corev1.ServiceTypeClusterIP
-			_ = cs.Tracker().Update(servicesGVR, svc, "default")
-			return false
-		}
 		return ingress() == "" && !slices.Contains(svc.Finalizers, loadbalancer.Finalizer)
 	}, waitTimeout, 10*time.Millisecond, "address not released")
+	require.Equal(t, corev1.ServiceTypeClusterIP, web().Spec.Type, "the controller undid the test's type change")
 	setType(corev1.ServiceTypeLoadBalancer)
 	require.Eventually(t, func() bool { return ingress() == first }, waitTimeout, 10*time.Millisecond, "address not allocated again")
+	require.Equal(t, corev1.ServiceTypeLoadBalancer, web().Spec.Type, "the controller undid the test's type change")
 	require.Eventually(t, func() bool {
 		return slices.ContainsFunc(cs.Actions(), func(a k8stesting.Action) bool {
 			return a.GetVerb() == "patch" && a.GetResource().Resource == "events"

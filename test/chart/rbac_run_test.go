@@ -35,26 +35,6 @@ import (
 
 const waitTimeout = 20 * time.Second
 
-// memRounds is an in-memory proxy.RoundStore.
-type memRounds struct {
-	mu    sync.Mutex
-	round uint16
-	ok    bool
-}
-
-func (m *memRounds) LoadRound(context.Context) (uint16, bool, error) {
-	m.mu.Lock()
-	defer m.mu.Unlock()
-	return m.round, m.ok, nil
-}
-
-func (m *memRounds) SaveRound(_ context.Context, r uint16) error {
-	m.mu.Lock()
-	defer m.mu.Unlock()
-	m.round, m.ok = r, true
-	return nil
-}
-
 func readyNode(name string) *corev1.Node {
 	return &corev1.Node{
 		ObjectMeta: metav1.ObjectMeta{Name: name},

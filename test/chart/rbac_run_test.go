@@ -26,6 +26,7 @@ import (
 
 	"github.com/antrea-proxy/antrea-proxy/pkg/agent"
 	"github.com/antrea-proxy/antrea-proxy/pkg/config"
+	"github.com/antrea-proxy/antrea-proxy/pkg/lbapi"
 	"github.com/antrea-proxy/antrea-proxy/pkg/loadbalancer"
 	"github.com/antrea-proxy/antrea-proxy/pkg/loadbalancer/conditions"
 	"github.com/antrea-proxy/antrea-proxy/pkg/loadbalancer/ipam"
@@ -218,7 +219,7 @@ func TestControllerRBAC(t *testing.T) {
 	// check resourceVersions).
 	require.Eventually(t, func() bool {
 		svc := web()
-		return slices.Contains(svc.Finalizers, loadbalancer.Finalizer) &&
+		return slices.Contains(svc.Finalizers, lbapi.Finalizer) &&
 			meta.IsStatusConditionTrue(svc.Status.Conditions, conditions.TypeServing)
 	}, waitTimeout, 10*time.Millisecond, "allocation never completed (finalizer and Serving condition)")
 	first := ingress()
@@ -235,7 +236,7 @@ func TestControllerRBAC(t *testing.T) {
 			_ = cs.Tracker().Update(servicesGVR, svc, "default")
 			return false
 		}
-		return ingress() == "" && !slices.Contains(svc.Finalizers, loadbalancer.Finalizer)
+		return ingress() == "" && !slices.Contains(svc.Finalizers, lbapi.Finalizer)
 	}, waitTimeout, 10*time.Millisecond, "address not released")
 	setType(corev1.ServiceTypeLoadBalancer)
 	require.Eventually(t, func() bool { return ingress() == first }, waitTimeout, 10*time.Millisecond, "address not allocated again")

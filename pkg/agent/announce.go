@@ -80,7 +80,7 @@ func (d *DataPath) runAnnouncer(ctx context.Context, client kubernetes.Interface
 	for {
 		uplink := d.uplink(nodeInf.Lister().Get)
 		svcs, _ := svcInf.Lister().List(labels.Everything())
-		want := announcedIPs(d.cfg.NodeName, svcs, nodenet.ExposureOf(services.Services()).IPs)
+		want := announcedIPs(d.cfg.NodeName, svcs, exposureOf(services.Services()).IPs)
 		if err := ann.Sync(uplink, want); err != nil {
 			if err.Error() != lastErr {
 				klog.ErrorS(err, "Announcing LoadBalancer IPs failed; retrying", "uplink", uplink)

@@ -202,7 +202,7 @@ func (d *DataPath) Start(ctx context.Context, client kubernetes.Interface, servi
 		rec.SetExposure(nodenet.Exposure{}) // no proxier: nothing to expose
 	default:
 		if _, _, syncs := services.SyncState(); syncs > 0 {
-			rec.SetExposure(nodenet.ExposureOf(services.Services()))
+			rec.SetExposure(exposureOf(services.Services()))
 		}
 	}
 	// The first sync runs here so that routes and rules exist when Start returns; failures are
@@ -297,7 +297,7 @@ func (d *DataPath) pollServices(ctx context.Context, services ServiceSource) {
 		// exposing nothing would remove the rules a previous agent left for live traffic.
 		if _, _, syncs := services.SyncState(); syncs > 0 && syncs != lastSyncs {
 			lastSyncs = syncs
-			d.rec.SetExposure(nodenet.ExposureOf(services.Services()))
+			d.rec.SetExposure(exposureOf(services.Services()))
 		}
 	}
 }
@@ -316,7 +316,7 @@ func (d *DataPath) SyncDone(res metrics.SyncResult) {
 	rec, services := d.rec, d.services
 	d.exposeMu.Unlock()
 	if rec != nil && services != nil {
-		rec.SetExposure(nodenet.ExposureOf(services.Services()))
+		rec.SetExposure(exposureOf(services.Services()))
 	}
 }
 

@@ -23,7 +23,6 @@ import (
 	"github.com/antrea-proxy/antrea-proxy/pkg/config"
 	"github.com/antrea-proxy/antrea-proxy/pkg/lbapi"
 	c "github.com/antrea-proxy/antrea-proxy/pkg/loadbalancer/conditions"
-	"github.com/antrea-proxy/antrea-proxy/pkg/loadbalancer/ipam"
 )
 
 // running is a controller started with Run and its own informers.
@@ -49,7 +48,7 @@ func watchesStarted(client *fake.Clientset) <-chan struct{} {
 
 func startController(t *testing.T, client *fake.Clientset, watching <-chan struct{}, pools []config.IPPool) *running {
 	t.Helper()
-	ps, err := ipam.NewPools(pools)
+	ps, err := NewPools(pools)
 	require.NoError(t, err)
 	factory := informers.NewSharedInformerFactory(client, 0)
 	ctrl, err := New(client, factory, Options{Class: testClass, Pools: ps, Recorder: &record.FakeRecorder{},

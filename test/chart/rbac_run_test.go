@@ -29,7 +29,6 @@ import (
 	"github.com/antrea-proxy/antrea-proxy/pkg/lbapi"
 	"github.com/antrea-proxy/antrea-proxy/pkg/loadbalancer"
 	"github.com/antrea-proxy/antrea-proxy/pkg/loadbalancer/conditions"
-	"github.com/antrea-proxy/antrea-proxy/pkg/loadbalancer/ipam"
 	"github.com/antrea-proxy/antrea-proxy/pkg/ovs/openflow/openflowtest"
 	"github.com/antrea-proxy/antrea-proxy/pkg/proxy"
 )
@@ -155,7 +154,7 @@ func TestControllerRBAC(t *testing.T) {
 	r := render(t, h)
 	cfg, err := config.ParseController([]byte(dataKey(t, r.configMap(t), "antrea-controller.conf")))
 	require.NoError(t, err)
-	pools, err := ipam.NewPools(cfg.IPPools)
+	pools, err := loadbalancer.NewPools(cfg.IPPools)
 	require.NoError(t, err)
 
 	cs := fake.NewClientset(readyNode("node-a"), webService(corev1.ServiceTypeLoadBalancer), webSlice())

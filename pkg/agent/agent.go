@@ -18,8 +18,8 @@ import (
 	"github.com/antrea-proxy/antrea-proxy/pkg/ovs/openflow/ofctl"
 	"github.com/antrea-proxy/antrea-proxy/pkg/ovs/ovsdb"
 	"github.com/antrea-proxy/antrea-proxy/pkg/proxy"
-	"github.com/antrea-proxy/antrea-proxy/pkg/proxy/metrics"
 	"github.com/antrea-proxy/antrea-proxy/pkg/proxy/model"
+	"github.com/antrea-proxy/antrea-proxy/pkg/proxy/observe"
 )
 
 // Components are the agent's long-lived parts, for callers that want to reach them (the API).
@@ -65,7 +65,7 @@ func Setup(ctx context.Context, cfg *config.AgentConfig, events proxy.EventSink)
 	opts.Events = events
 	obs := newObservers(cfg, &opts)
 	if dp != nil {
-		opts.Observer = append(opts.Observer.(metrics.Observers), dp)
+		opts.Observer = append(opts.Observer.(observe.Observers), dp)
 	}
 	p, err := proxy.New(opts, of)
 	if err != nil {

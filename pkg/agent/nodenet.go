@@ -21,7 +21,7 @@ import (
 	"github.com/antrea-proxy/antrea-proxy/pkg/nodenet"
 	"github.com/antrea-proxy/antrea-proxy/pkg/ovs/openflow"
 	"github.com/antrea-proxy/antrea-proxy/pkg/proxy"
-	"github.com/antrea-proxy/antrea-proxy/pkg/proxy/metrics"
+	"github.com/antrea-proxy/antrea-proxy/pkg/proxy/observe"
 )
 
 // virtualMAC is the static neighbour MAC of the virtual next hop on the gateway. It never leaves
@@ -302,13 +302,13 @@ func (d *DataPath) pollServices(ctx context.Context, services ServiceSource) {
 	}
 }
 
-// QueuedUpdate and NodeUpdated make DataPath a metrics.Observer; only SyncDone matters.
+// QueuedUpdate and NodeUpdated make DataPath an observe.Observer; only SyncDone matters.
 func (d *DataPath) QueuedUpdate()        {}
 func (d *DataPath) NodeUpdated(*v1.Node) {}
 
 // SyncDone updates the host rules and routes right after each successful proxier sync, so that
 // they follow the flows without waiting for the next poll.
-func (d *DataPath) SyncDone(res metrics.SyncResult) {
+func (d *DataPath) SyncDone(res observe.SyncResult) {
 	if res.Err != nil {
 		return
 	}

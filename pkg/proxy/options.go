@@ -10,8 +10,8 @@ import (
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/utils/clock"
 
-	"github.com/antrea-proxy/antrea-proxy/pkg/proxy/metrics"
 	"github.com/antrea-proxy/antrea-proxy/pkg/proxy/model"
+	"github.com/antrea-proxy/antrea-proxy/pkg/proxy/observe"
 )
 
 // EventSink receives the Warning events the proxier raises about a Service (quarantined after
@@ -51,7 +51,7 @@ type Options struct {
 	Clock clock.WithTicker
 	// Observer is told about queued changes, node updates and every sync (metrics, health
 	// checks); nil means none.
-	Observer metrics.Observer
+	Observer observe.Observer
 }
 
 func (o *Options) defaults() {

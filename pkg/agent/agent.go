@@ -18,7 +18,6 @@ import (
 	"github.com/antrea-proxy/antrea-proxy/pkg/ovs/openflow/ofctl"
 	"github.com/antrea-proxy/antrea-proxy/pkg/ovs/ovsdb"
 	"github.com/antrea-proxy/antrea-proxy/pkg/proxy"
-	"github.com/antrea-proxy/antrea-proxy/pkg/proxy/model"
 	"github.com/antrea-proxy/antrea-proxy/pkg/proxy/observe"
 )
 
@@ -99,10 +98,11 @@ func SaveNextRound(ctx context.Context, rounds RoundStore) (uint16, error) {
 
 func proxyOptions(ctx context.Context, cfg *config.AgentConfig, db *ovsdb.Client) (proxy.Options, error) {
 	ap := cfg.AntreaProxy
-	skip, err := model.ParseSkipSet(ap.SkipServices)
+	parsed, err := ap.SkipServiceSet()
 	if err != nil {
 		return proxy.Options{}, err
 	}
+	skip := skipSet(parsed)
 	prefixes, err := ap.NodePortPrefixes()
 	if err != nil {
 		return proxy.Options{}, err

@@ -10,6 +10,7 @@ import (
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/utils/clock"
 
+	"github.com/antrea-proxy/antrea-proxy/pkg/config"
 	"github.com/antrea-proxy/antrea-proxy/pkg/proxy/model"
 	"github.com/antrea-proxy/antrea-proxy/pkg/proxy/observe"
 )
@@ -44,7 +45,8 @@ type Options struct {
 	// GatewayOFPort and the gateway addresses feed the pipeline (see pipeline.NodeConfig).
 	GatewayOFPort            uint32
 	GatewayIPv4, GatewayIPv6 netip.Addr
-	// MinSyncInterval and FullSyncPeriod drive the sync loop.
+	// MinSyncInterval and FullSyncPeriod drive the sync loop; 0 means the configuration's
+	// default (config.DefaultMinSyncInterval, config.DefaultFullSyncPeriod: one source).
 	MinSyncInterval time.Duration
 	FullSyncPeriod  time.Duration
 	// Clock is the time source; nil means the real clock.
@@ -56,10 +58,10 @@ type Options struct {
 
 func (o *Options) defaults() {
 	if o.MinSyncInterval == 0 {
-		o.MinSyncInterval = time.Second
+		o.MinSyncInterval = config.DefaultMinSyncInterval
 	}
 	if o.FullSyncPeriod == 0 {
-		o.FullSyncPeriod = 30 * time.Second
+		o.FullSyncPeriod = config.DefaultFullSyncPeriod
 	}
 	if o.Clock == nil {
 		o.Clock = clock.RealClock{}

@@ -25,7 +25,6 @@ import (
 	"github.com/antrea-proxy/antrea-proxy/pkg/config"
 	"github.com/antrea-proxy/antrea-proxy/pkg/k8sclient"
 	"github.com/antrea-proxy/antrea-proxy/pkg/loadbalancer"
-	"github.com/antrea-proxy/antrea-proxy/pkg/loadbalancer/ipam"
 	"github.com/antrea-proxy/antrea-proxy/pkg/version"
 )
 
@@ -80,7 +79,7 @@ func run(args []string) error {
 	if err != nil {
 		return err
 	}
-	pools, err := ipam.NewPools(cfg.IPPools)
+	pools, err := loadbalancer.NewPools(cfg.IPPools)
 	if err != nil {
 		return fmt.Errorf("config %s: %w", o.configPath, err)
 	}

@@ -8,13 +8,13 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/antrea-proxy/antrea-proxy/pkg/config"
-	"github.com/antrea-proxy/antrea-proxy/pkg/loadbalancer/ipam"
+	"github.com/antrea-proxy/antrea-proxy/pkg/loadbalancer"
 )
 
 func TestExampleConfigIsValid(t *testing.T) {
 	cfg, err := config.LoadController("antrea-controller.conf")
 	require.NoError(t, err)
-	pools, err := ipam.NewPools(cfg.IPPools)
+	pools, err := loadbalancer.NewPools(cfg.IPPools)
 	require.NoError(t, err)
 	require.Len(t, pools, 2)
 	require.Equal(t, "Proxy", string(pools[1].Mode))

@@ -18,8 +18,7 @@ import (
 	"github.com/antrea-proxy/antrea-proxy/pkg/ovs/openflow/ofctl"
 	"github.com/antrea-proxy/antrea-proxy/pkg/ovs/ovsdb"
 	"github.com/antrea-proxy/antrea-proxy/pkg/proxy"
-	"github.com/antrea-proxy/antrea-proxy/pkg/proxy/metrics"
-	"github.com/antrea-proxy/antrea-proxy/pkg/proxy/model"
+	"github.com/antrea-proxy/antrea-proxy/pkg/proxy/observe"
 )
 
 // Components are the agent's long-lived parts, for callers that want to reach them (the API).
@@ -65,7 +64,7 @@ func Setup(ctx context.Context, cfg *config.AgentConfig, events proxy.EventSink)
 	opts.Events = events
 	obs := newObservers(cfg, &opts)
 	if dp != nil {
-		opts.Observer = append(opts.Observer.(metrics.Observers), dp)
+		opts.Observer = append(opts.Observer.(observe.Observers), dp)
 	}
 	p, err := proxy.New(opts, of)
 	if err != nil {
@@ -99,10 +98,11 @@ func SaveNextRound(ctx context.Context, rounds RoundStore) (uint16, error) {
 
 func proxyOptions(ctx context.Context, cfg *config.AgentConfig, db *ovsdb.Client) (proxy.Options, error) {
 	ap := cfg.AntreaProxy
-	skip, err := model.ParseSkipSet(ap.SkipServices)
+	parsed, err := ap.SkipServiceSet()
 	if err != nil {
 		return proxy.Options{}, err
 	}
+	skip := skipSet(parsed)
 	prefixes, err := ap.NodePortPrefixes()
 	if err != nil {
 		return proxy.Options{}, err

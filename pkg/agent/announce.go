@@ -13,7 +13,7 @@ import (
 	"k8s.io/client-go/tools/cache"
 	"k8s.io/klog/v2"
 
-	"github.com/antrea-proxy/antrea-proxy/pkg/loadbalancer"
+	"github.com/antrea-proxy/antrea-proxy/pkg/lbapi"
 	"github.com/antrea-proxy/antrea-proxy/pkg/nodenet"
 )
 
@@ -28,11 +28,11 @@ const announceInterval = 500 * time.Millisecond
 func announcedIPs(node string, services []*v1.Service, programmed []netip.Addr) []netip.Addr {
 	var out []netip.Addr
 	for _, svc := range services {
-		v, ok := svc.Annotations[loadbalancer.AnnotationAnnouncingNode]
+		v, ok := svc.Annotations[lbapi.AnnotationAnnouncingNode]
 		if !ok || svc.Spec.Type != v1.ServiceTypeLoadBalancer {
 			continue
 		}
-		as, err := loadbalancer.ParseAnnouncingNodes(v)
+		as, err := lbapi.ParseAnnouncingNodes(v)
 		if err != nil {
 			klog.InfoS("Ignoring malformed entries of the announcing-node annotation", "service", klog.KObj(svc), "err", err)
 		}
@@ -80,7 +80,7 @@ func (d *DataPath) runAnnouncer(ctx context.Context, client kubernetes.Interface
 	for {
 		uplink := d.uplink(nodeInf.Lister().Get)
 		svcs, _ := svcInf.Lister().List(labels.Everything())
-		want := announcedIPs(d.cfg.NodeName, svcs, nodenet.ExposureOf(services.Services()).IPs)
+		want := announcedIPs(d.cfg.NodeName, svcs, exposureOf(services.Services()).IPs)
 		if err := ann.Sync(uplink, want); err != nil {
 			if err.Error() != lastErr {
 				klog.ErrorS(err, "Announcing LoadBalancer IPs failed; retrying", "uplink", uplink)

@@ -21,7 +21,7 @@ import (
 	"github.com/antrea-proxy/antrea-proxy/pkg/nodenet"
 	"github.com/antrea-proxy/antrea-proxy/pkg/ovs/openflow"
 	"github.com/antrea-proxy/antrea-proxy/pkg/proxy"
-	"github.com/antrea-proxy/antrea-proxy/pkg/proxy/metrics"
+	"github.com/antrea-proxy/antrea-proxy/pkg/proxy/observe"
 )
 
 // virtualMAC is the static neighbour MAC of the virtual next hop on the gateway. It never leaves
@@ -202,7 +202,7 @@ func (d *DataPath) Start(ctx context.Context, client kubernetes.Interface, servi
 		rec.SetExposure(nodenet.Exposure{}) // no proxier: nothing to expose
 	default:
 		if _, _, syncs := services.SyncState(); syncs > 0 {
-			rec.SetExposure(nodenet.ExposureOf(services.Services()))
+			rec.SetExposure(exposureOf(services.Services()))
 		}
 	}
 	// The first sync runs here so that routes and rules exist when Start returns; failures are
@@ -297,18 +297,18 @@ func (d *DataPath) pollServices(ctx context.Context, services ServiceSource) {
 		// exposing nothing would remove the rules a previous agent left for live traffic.
 		if _, _, syncs := services.SyncState(); syncs > 0 && syncs != lastSyncs {
 			lastSyncs = syncs
-			d.rec.SetExposure(nodenet.ExposureOf(services.Services()))
+			d.rec.SetExposure(exposureOf(services.Services()))
 		}
 	}
 }
 
-// QueuedUpdate and NodeUpdated make DataPath a metrics.Observer; only SyncDone matters.
+// QueuedUpdate and NodeUpdated make DataPath an observe.Observer; only SyncDone matters.
 func (d *DataPath) QueuedUpdate()        {}
 func (d *DataPath) NodeUpdated(*v1.Node) {}
 
 // SyncDone updates the host rules and routes right after each successful proxier sync, so that
 // they follow the flows without waiting for the next poll.
-func (d *DataPath) SyncDone(res metrics.SyncResult) {
+func (d *DataPath) SyncDone(res observe.SyncResult) {
 	if res.Err != nil {
 		return
 	}
@@ -316,7 +316,7 @@ func (d *DataPath) SyncDone(res metrics.SyncResult) {
 	rec, services := d.rec, d.services
 	d.exposeMu.Unlock()
 	if rec != nil && services != nil {
-		rec.SetExposure(nodenet.ExposureOf(services.Services()))
+		rec.SetExposure(exposureOf(services.Services()))
 	}
 }
 

@@ -12,6 +12,7 @@ import (
 	"github.com/antrea-proxy/antrea-proxy/pkg/proxy"
 	"github.com/antrea-proxy/antrea-proxy/pkg/proxy/healthcheck"
 	"github.com/antrea-proxy/antrea-proxy/pkg/proxy/metrics"
+	"github.com/antrea-proxy/antrea-proxy/pkg/proxy/observe"
 	"github.com/antrea-proxy/antrea-proxy/pkg/proxy/reject"
 )
 
@@ -36,7 +37,7 @@ func newObservers(cfg *config.AgentConfig, opts *proxy.Options) *observers {
 			klog.ErrorS(e, "Cannot serve a Service's healthCheckNodePort; retrying at the next sync", "reason", healthcheck.EventReason)
 		},
 	})
-	opts.Observer = metrics.Observers{o.metrics, o.health, o.services.Observer()}
+	opts.Observer = observe.Observers{o.metrics, o.health, o.services.Observer()}
 	return o
 }
 

@@ -41,7 +41,7 @@ func (c *AgentConfig) DefaultsFrom(env Env) {
 
 	p := &c.AntreaProxy
 	setBool(&p.Enable, true)
-	setBool(&p.ProxyLoadBalancerIPs, true)
+	setBool(&p.ProxyLoadBalancerIPs, DefaultProxyLoadBalancerIPs)
 	// Empty rather than nil lists, so that Marshal shows "[]" not "null".
 	if p.NodePortAddresses == nil {
 		p.NodePortAddresses = []string{}

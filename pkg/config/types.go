@@ -18,6 +18,8 @@ const (
 	DefaultHealthzBindAddress = "0.0.0.0:10256"
 	DefaultMetricsBindAddress = "127.0.0.1:10249"
 	DefaultFullSyncPeriod     = 30 * time.Second
+	// DefaultProxyLoadBalancerIPs is antreaProxy.proxyLoadBalancerIPs when unset.
+	DefaultProxyLoadBalancerIPs = true
 
 	// NodeNameEnv is the environment variable that supplies the node name
 	// when nodeName is not set in the file.
@@ -105,9 +107,9 @@ const Off = "off"
 func (p AntreaProxyConfig) Enabled() bool { return boolOr(p.Enable, true) }
 
 // ProxyLoadBalancerIPsEnabled reports whether LoadBalancer ingress IPs are
-// proxied (default true).
+// proxied (default DefaultProxyLoadBalancerIPs).
 func (p AntreaProxyConfig) ProxyLoadBalancerIPsEnabled() bool {
-	return boolOr(p.ProxyLoadBalancerIPs, true)
+	return boolOr(p.ProxyLoadBalancerIPs, DefaultProxyLoadBalancerIPs)
 }
 
 func boolOr(b *bool, def bool) bool {

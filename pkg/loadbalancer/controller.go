@@ -25,6 +25,7 @@ import (
 	"k8s.io/klog/v2"
 	"k8s.io/utils/clock"
 
+	"github.com/antrea-proxy/antrea-proxy/pkg/lbapi"
 	"github.com/antrea-proxy/antrea-proxy/pkg/loadbalancer/ipam"
 )
 
@@ -240,7 +241,7 @@ func (c *Controller) restore() error {
 		for _, p := range c.alloc.Restore(key, ingressAddrs(svc), req.ShareKey, req.Ports) {
 			klog.InfoS("Not restoring LoadBalancer address", "service", key, "reason", p.Message)
 		}
-		anns, _ := ParseAnnouncingNodes(svc.Annotations[AnnotationAnnouncingNode])
+		anns, _ := lbapi.ParseAnnouncingNodes(svc.Annotations[lbapi.AnnotationAnnouncingNode])
 		c.mu.Lock()
 		for _, a := range anns {
 			if _, taken := c.announcer[a.Addr]; !taken {

@@ -7,6 +7,7 @@ import (
 	v1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/runtime"
 
+	"github.com/antrea-proxy/antrea-proxy/pkg/lbapi"
 	c "github.com/antrea-proxy/antrea-proxy/pkg/loadbalancer/conditions"
 )
 
@@ -20,9 +21,9 @@ func notServing(reason string) condSummary { return condSummary{"False", reason}
 func degraded(reason string) condSummary   { return condSummary{"True", reason} }
 
 func withAnn(k, v string) func(*v1.Service) { return func(s *v1.Service) { s.Annotations[k] = v } }
-func withPool(p string) func(*v1.Service)   { return withAnn(AnnotationPool, p) }
+func withPool(p string) func(*v1.Service)   { return withAnn(lbapi.AnnotationPool, p) }
 func requiring(fs ...c.Feature) func(*v1.Service) {
-	return withAnn(AnnotationRequiredFeatures, c.FormatFeatures(fs))
+	return withAnn(lbapi.AnnotationRequiredFeatures, c.FormatFeatures(fs))
 }
 func etpLocal(s *v1.Service)         { s.Spec.ExternalTrafficPolicy = v1.ServiceExternalTrafficPolicyLocal }
 func clientIPAffinity(s *v1.Service) { s.Spec.SessionAffinity = v1.ServiceAffinityClientIP }
@@ -70,7 +71,7 @@ func TestSyncOutcomes(t *testing.T) {
 	}, {
 		name: "requested IPs annotation is honoured",
 		svc: lbService("s", dualStack(v1.IPFamilyPolicyPreferDualStack),
-			withAnn(AnnotationLoadBalancerIPs, "fd00::2, 10.0.0.2"), requiring(c.FeatureLoadBalancerIP)),
+			withAnn(lbapi.AnnotationLoadBalancerIPs, "fd00::2, 10.0.0.2"), requiring(c.FeatureLoadBalancerIP)),
 		ips: []string{"10.0.0.2", "fd00::2"}, mode: v1.LoadBalancerIPModeVIP,
 		conds: map[string]condSummary{c.TypeServing: serving, c.TypeProvisioning: complete},
 	}, {
@@ -124,7 +125,7 @@ func TestSyncOutcomes(t *testing.T) {
 		msg:   "unsupported: LoadBalancerIP: requested address 198.51.100.7 is not in any pool",
 	}, {
 		name: "malformed requested IPs are unsupported",
-		svc:  lbService("s", withAnn(AnnotationLoadBalancerIPs, "10.0.0.300")), ips: []string{},
+		svc:  lbService("s", withAnn(lbapi.AnnotationLoadBalancerIPs, "10.0.0.300")), ips: []string{},
 		conds: map[string]condSummary{c.TypeServing: notServing(c.ReasonUnsupported), c.TypeProvisioning: complete},
 		msg:   `LoadBalancerIP: annotation antrea-proxy.io/load-balancer-ips: not an IP address: "10.0.0.300"`,
 	}, {
@@ -207,8 +208,8 @@ func TestSyncOutcomes(t *testing.T) {
 				require.Equal(t, int64(1), cond.ObservedGeneration, cond.Type)
 				require.True(t, cond.LastTransitionTime.Time.Equal(t0), cond.Type)
 			}
-			require.Contains(t, svc.Finalizers, Finalizer)
-			ann, has := svc.Annotations[AnnotationAnnouncingNode]
+			require.Contains(t, svc.Finalizers, lbapi.Finalizer)
+			ann, has := svc.Annotations[lbapi.AnnotationAnnouncingNode]
 			if tc.announced != "" || tc.mode == v1.LoadBalancerIPModeProxy {
 				require.Equal(t, tc.announced, ann)
 				require.Equal(t, tc.announced != "", has)

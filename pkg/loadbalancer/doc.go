@@ -21,7 +21,7 @@
 //     used but not required and cannot be met give LoadBalancerDegraded.
 //
 // The controller writes antrea-proxy.io/announcing-node (see
-// FormatAnnouncingNodes): "10.0.0.5=node-a,fd00::5=node-b", the node that
+// lbapi.FormatAnnouncingNodes): "10.0.0.5=node-a,fd00::5=node-b", the node that
 // must answer ARP/NDP for each VIP-mode address. Proxy-mode addresses are
 // never listed: an external proxy receives their traffic. The finalizer
 // antrea-proxy.io/load-balancer keeps a Service's addresses allocated

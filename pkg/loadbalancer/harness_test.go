@@ -26,7 +26,6 @@ import (
 
 	"github.com/antrea-proxy/antrea-proxy/pkg/config"
 	"github.com/antrea-proxy/antrea-proxy/pkg/loadbalancer/conditions"
-	"github.com/antrea-proxy/antrea-proxy/pkg/loadbalancer/ipam"
 )
 
 const testClass = "antrea-proxy.io/lb"
@@ -155,7 +154,7 @@ func newHarness(t *testing.T, pools []config.IPPool, objs ...runtime.Object) *ha
 
 func (h *harness) newController(pools []config.IPPool, rec record.EventRecorder) *Controller {
 	h.t.Helper()
-	ps, err := ipam.NewPools(pools)
+	ps, err := NewPools(pools)
 	require.NoError(h.t, err)
 	c, err := New(h.client, h.factory, Options{Class: testClass, Pools: ps, Recorder: rec, Clock: h.clock})
 	require.NoError(h.t, err)

@@ -11,6 +11,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
 
+	"github.com/antrea-proxy/antrea-proxy/pkg/lbapi"
 	c "github.com/antrea-proxy/antrea-proxy/pkg/loadbalancer/conditions"
 )
 
@@ -35,7 +36,7 @@ func TestConditionTransitions(t *testing.T) {
 	requireCondAt(t, svc, c.TypeServing, notServing(c.ReasonProvisioning), 1, t0)
 	requireCondAt(t, svc, c.TypeProvisioning, provisioning, 1, t0)
 	require.Equal(t, []string{"10.0.1.1"}, ingressIPs(svc))
-	require.NotContains(t, svc.Annotations, AnnotationAnnouncingNode)
+	require.NotContains(t, svc.Annotations, lbapi.AnnotationAnnouncingNode)
 	require.Equal(t, []string{`Normal IPAllocated Allocated 10.0.1.1 from pool "sel" (ipMode VIP)`}, h.events())
 
 	// A matching node appears: Serving; both conditions move.
@@ -49,7 +50,7 @@ func TestConditionTransitions(t *testing.T) {
 	svc = h.sync("a")
 	requireCondAt(t, svc, c.TypeServing, serving, 1, t1)
 	requireCondAt(t, svc, c.TypeProvisioning, complete, 1, t1)
-	require.Equal(t, "10.0.1.1=node-a", svc.Annotations[AnnotationAnnouncingNode])
+	require.Equal(t, "10.0.1.1=node-a", svc.Annotations[lbapi.AnnotationAnnouncingNode])
 	require.Equal(t, []string{"Normal AnnouncingNodeAssigned 10.0.1.1 is announced by node node-a"}, h.events())
 
 	// eTP=Local without endpoints: back to Provisioning (generation 2).
@@ -81,8 +82,8 @@ func TestConditionTransitions(t *testing.T) {
 	now := metav1.NewTime(t4)
 	h.update("a", func(s *v1.Service) { s.DeletionTimestamp = &now })
 	svc = h.sync("a")
-	require.NotContains(t, svc.Finalizers, Finalizer)
-	require.NotContains(t, svc.Annotations, AnnotationAnnouncingNode)
+	require.NotContains(t, svc.Finalizers, lbapi.Finalizer)
+	require.NotContains(t, svc.Annotations, lbapi.AnnotationAnnouncingNode)
 	require.Empty(t, svc.Status.LoadBalancer.Ingress)
 	require.Empty(t, svc.Status.Conditions)
 	require.Contains(t, h.events(), "Normal IPReleased Released 10.0.1.1")
@@ -100,7 +101,7 @@ func TestConditionTransitions(t *testing.T) {
 	require.NoError(t, err)
 	h.update("b", func(s *v1.Service) { s.Spec.Type = v1.ServiceTypeClusterIP })
 	b = h.sync("b")
-	require.NotContains(t, b.Finalizers, Finalizer)
+	require.NotContains(t, b.Finalizers, lbapi.Finalizer)
 	require.Empty(t, b.Status.LoadBalancer.Ingress)
 	require.Equal(t, []metav1.Condition{other}, b.Status.Conditions)
 	require.Equal(t, 0, h.ctrl.alloc.InUse())
@@ -136,19 +137,19 @@ func ptrTo[T any](v T) *T { return &v }
 
 func TestSharingThroughController(t *testing.T) {
 	h := newHarness(t, testPools(), readyNode("node-a", nil), readyNode("node-b", nil))
-	share := withAnn(AnnotationAllowSharedIP, "team-a")
-	h.create(lbService("web", share, withAnn(AnnotationLoadBalancerIPs, "10.0.0.2")))
-	h.create(lbService("dns", share, withAnn(AnnotationLoadBalancerIPs, "10.0.0.2"), func(s *v1.Service) {
+	share := withAnn(lbapi.AnnotationAllowSharedIP, "team-a")
+	h.create(lbService("web", share, withAnn(lbapi.AnnotationLoadBalancerIPs, "10.0.0.2")))
+	h.create(lbService("dns", share, withAnn(lbapi.AnnotationLoadBalancerIPs, "10.0.0.2"), func(s *v1.Service) {
 		s.Spec.Ports = []v1.ServicePort{{Name: "dns", Protocol: v1.ProtocolUDP, Port: 53}}
 	}))
-	h.create(lbService("clash", share, withAnn(AnnotationLoadBalancerIPs, "10.0.0.2")))
-	h.create(lbService("private", withAnn(AnnotationLoadBalancerIPs, "10.0.0.2")))
+	h.create(lbService("clash", share, withAnn(lbapi.AnnotationLoadBalancerIPs, "10.0.0.2")))
+	h.create(lbService("private", withAnn(lbapi.AnnotationLoadBalancerIPs, "10.0.0.2")))
 
 	web, dns := h.sync("web"), h.sync("dns")
 	require.Equal(t, []string{"10.0.0.2"}, ingressIPs(web))
 	require.Equal(t, []string{"10.0.0.2"}, ingressIPs(dns))
 	require.Equal(t, []v1.PortStatus{{Port: 53, Protocol: v1.ProtocolUDP}}, dns.Status.LoadBalancer.Ingress[0].Ports)
-	require.Equal(t, web.Annotations[AnnotationAnnouncingNode], dns.Annotations[AnnotationAnnouncingNode],
+	require.Equal(t, web.Annotations[lbapi.AnnotationAnnouncingNode], dns.Annotations[lbapi.AnnotationAnnouncingNode],
 		"a shared address has one announcing node")
 
 	clash := h.sync("clash")
@@ -175,7 +176,7 @@ func TestETPLocalFollowsEndpoints(t *testing.T) {
 	h := newHarness(t, testPools(), objs...)
 	h.create(lbService("s", etpLocal))
 	svc := h.sync("s")
-	require.Equal(t, "10.0.0.1=node-a", svc.Annotations[AnnotationAnnouncingNode])
+	require.Equal(t, "10.0.0.1=node-a", svc.Annotations[lbapi.AnnotationAnnouncingNode])
 	h.events()
 
 	// The only endpoint moves to node-b; the address follows it.
@@ -188,7 +189,7 @@ func TestETPLocalFollowsEndpoints(t *testing.T) {
 	}, 5*time.Second, time.Millisecond)
 	require.Equal(t, 1, h.ctrl.queue.Len(), "the EndpointSlice change queues the Service")
 	svc = h.sync("s")
-	require.Equal(t, "10.0.0.1=node-b", svc.Annotations[AnnotationAnnouncingNode])
+	require.Equal(t, "10.0.0.1=node-b", svc.Annotations[lbapi.AnnotationAnnouncingNode])
 	require.Equal(t, serving, condsOf(svc)[c.TypeServing])
 	require.Contains(t, h.events(), "Normal AnnouncingNodeAssigned 10.0.0.1 is announced by node node-b (was node-a)")
 
@@ -202,6 +203,6 @@ func TestETPLocalFollowsEndpoints(t *testing.T) {
 	}, 5*time.Second, time.Millisecond)
 	svc = h.sync("s")
 	require.Equal(t, notServing(c.ReasonProvisioning), condsOf(svc)[c.TypeServing])
-	require.NotContains(t, svc.Annotations, AnnotationAnnouncingNode)
+	require.NotContains(t, svc.Annotations, lbapi.AnnotationAnnouncingNode)
 	_ = discoveryv1.LabelServiceName
 }

@@ -8,6 +8,7 @@ import (
 	v1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/types"
 
+	"github.com/antrea-proxy/antrea-proxy/pkg/lbapi"
 	"github.com/antrea-proxy/antrea-proxy/pkg/loadbalancer/conditions"
 	"github.com/antrea-proxy/antrea-proxy/pkg/loadbalancer/ipam"
 )
@@ -19,24 +20,24 @@ func request(svc *v1.Service) (ipam.Request, []conditions.Unmet) {
 	req := ipam.Request{
 		Owner:    types.NamespacedName{Namespace: svc.Namespace, Name: svc.Name},
 		Families: families(svc),
-		Pool:     svc.Annotations[AnnotationPool],
-		ShareKey: svc.Annotations[AnnotationAllowSharedIP],
+		Pool:     svc.Annotations[lbapi.AnnotationPool],
+		ShareKey: svc.Annotations[lbapi.AnnotationAllowSharedIP],
 	}
 	var bad []conditions.Unmet
 	if s := svc.Spec.LoadBalancerIP; s != "" {
 		a, err := netip.ParseAddr(s)
-		if err != nil || a.Zone() != "" { // as ParseIPList: a zoned address is never allocatable
+		if err != nil || a.Zone() != "" { // as lbapi.ParseIPList: a zoned address is never allocatable
 			bad = append(bad, conditions.Unmet{Feature: conditions.FeatureLoadBalancerIP,
 				Why: fmt.Sprintf("spec.loadBalancerIP %q is not an IP address", s)})
 		} else {
 			req.Wanted = append(req.Wanted, a.Unmap())
 		}
 	}
-	if s, ok := svc.Annotations[AnnotationLoadBalancerIPs]; ok {
-		ips, err := ParseIPList(s)
+	if s, ok := svc.Annotations[lbapi.AnnotationLoadBalancerIPs]; ok {
+		ips, err := lbapi.ParseIPList(s)
 		if err != nil {
 			bad = append(bad, conditions.Unmet{Feature: conditions.FeatureLoadBalancerIP,
-				Why: fmt.Sprintf("annotation %s: %v", AnnotationLoadBalancerIPs, err)})
+				Why: fmt.Sprintf("annotation %s: %v", lbapi.AnnotationLoadBalancerIPs, err)})
 		}
 		for _, a := range ips {
 			if !slices.Contains(req.Wanted, a) {
@@ -94,7 +95,7 @@ func (e evaluation) refused() bool { return len(e.unsupported) > 0 }
 func evaluate(svc *v1.Service, res ipam.Result, bad []conditions.Unmet) evaluation {
 	var e evaluation
 	e.unsupported = append(e.unsupported, bad...)
-	required := conditions.ParseFeatures(svc.Annotations[AnnotationRequiredFeatures])
+	required := conditions.ParseFeatures(svc.Annotations[lbapi.AnnotationRequiredFeatures])
 	for _, f := range required {
 		if !f.Known() {
 			e.unsupported = append(e.unsupported, conditions.Unmet{Feature: f,

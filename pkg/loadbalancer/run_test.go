@@ -21,8 +21,8 @@ import (
 	clocktesting "k8s.io/utils/clock/testing"
 
 	"github.com/antrea-proxy/antrea-proxy/pkg/config"
+	"github.com/antrea-proxy/antrea-proxy/pkg/lbapi"
 	c "github.com/antrea-proxy/antrea-proxy/pkg/loadbalancer/conditions"
-	"github.com/antrea-proxy/antrea-proxy/pkg/loadbalancer/ipam"
 )
 
 // running is a controller started with Run and its own informers.
@@ -48,7 +48,7 @@ func watchesStarted(client *fake.Clientset) <-chan struct{} {
 
 func startController(t *testing.T, client *fake.Clientset, watching <-chan struct{}, pools []config.IPPool) *running {
 	t.Helper()
-	ps, err := ipam.NewPools(pools)
+	ps, err := NewPools(pools)
 	require.NoError(t, err)
 	factory := informers.NewSharedInformerFactory(client, 0)
 	ctrl, err := New(client, factory, Options{Class: testClass, Pools: ps, Recorder: &record.FakeRecorder{},
@@ -148,8 +148,8 @@ func TestConcurrentCreatesGetDistinctAddresses(t *testing.T) {
 		require.Len(t, ips, 1, name)
 		require.NotContains(t, seen, ips[0], "%s handed out to %s and %s", ips[0], seen[ips[0]], name)
 		seen[ips[0]] = name
-		require.Contains(t, svc.Finalizers, Finalizer, name)
-		require.Contains(t, svc.Annotations[AnnotationAnnouncingNode], ips[0]+"=node-", name)
+		require.Contains(t, svc.Finalizers, lbapi.Finalizer, name)
+		require.Contains(t, svc.Annotations[lbapi.AnnotationAnnouncingNode], ips[0]+"=node-", name)
 		require.Equal(t, []netip.Addr{netip.MustParseAddr(ips[0])}, assignedAddrs(r.ctrl, svc))
 	}
 	require.Equal(t, n, r.ctrl.alloc.InUse())
@@ -183,7 +183,7 @@ func TestRestartKeepsAllocations(t *testing.T) {
 	}
 	create(lbService("dual", dualStack(v1.IPFamilyPolicyRequireDualStack)))
 	create(lbService("edge", withPool("proxy")))
-	share := withAnn(AnnotationAllowSharedIP, "k")
+	share := withAnn(lbapi.AnnotationAllowSharedIP, "k")
 	create(lbService("share-tcp", share))
 	create(lbService("share-udp", share, func(s *v1.Service) {
 		s.Spec.Ports = []v1.ServicePort{{Name: "dns", Protocol: v1.ProtocolUDP, Port: 53}}
@@ -212,7 +212,7 @@ func TestRestartKeepsAllocations(t *testing.T) {
 		}
 	}
 	require.Equal(t, v1.LoadBalancerIPModeProxy, *after["edge"].Status.LoadBalancer.Ingress[0].IPMode)
-	require.Equal(t, before["dual"].Annotations[AnnotationAnnouncingNode], after["dual"].Annotations[AnnotationAnnouncingNode],
+	require.Equal(t, before["dual"].Annotations[lbapi.AnnotationAnnouncingNode], after["dual"].Annotations[lbapi.AnnotationAnnouncingNode],
 		"announcing nodes survive a restart")
 	require.Equal(t, 22, second.ctrl.alloc.InUse())
 }

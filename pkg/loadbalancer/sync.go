@@ -16,6 +16,7 @@ import (
 	"k8s.io/client-go/util/retry"
 	"k8s.io/klog/v2"
 
+	"github.com/antrea-proxy/antrea-proxy/pkg/lbapi"
 	"github.com/antrea-proxy/antrea-proxy/pkg/loadbalancer/conditions"
 	"github.com/antrea-proxy/antrea-proxy/pkg/loadbalancer/ipam"
 )
@@ -95,8 +96,8 @@ func (c *Controller) cleanup(ctx context.Context, svc *v1.Service) error {
 		svc = out
 	}
 	upd := svc.DeepCopy()
-	upd.Finalizers = slices.DeleteFunc(upd.Finalizers, func(f string) bool { return f == Finalizer })
-	delete(upd.Annotations, AnnotationAnnouncingNode)
+	upd.Finalizers = slices.DeleteFunc(upd.Finalizers, func(f string) bool { return f == lbapi.Finalizer })
+	delete(upd.Annotations, lbapi.AnnotationAnnouncingNode)
 	if _, err := c.client.CoreV1().Services(svc.Namespace).Update(ctx, upd, metav1.UpdateOptions{}); err != nil && !apierrors.IsNotFound(err) {
 		return err
 	}
@@ -145,7 +146,7 @@ func (c *Controller) reconcile(ctx context.Context, svc *v1.Service) error {
 		Pending:        pending,
 	}
 	for _, a := range res.Assigned {
-		switch i := slices.IndexFunc(anns, func(x Announcement) bool { return x.Addr == a.Addr }); {
+		switch i := slices.IndexFunc(anns, func(x lbapi.Announcement) bool { return x.Addr == a.Addr }); {
 		case a.Pool.Mode == v1.LoadBalancerIPModeProxy:
 			verdict.Ready = append(verdict.Ready, fmt.Sprintf("%s (Proxy)", a.Addr))
 		case i >= 0:
@@ -161,23 +162,23 @@ func (c *Controller) reconcile(ctx context.Context, svc *v1.Service) error {
 
 // writeMetadata makes sure the Service has our finalizer and the
 // announcing-node annotation for anns, and returns the Service as stored.
-func (c *Controller) writeMetadata(ctx context.Context, svc *v1.Service, anns []Announcement) (*v1.Service, error) {
-	value := FormatAnnouncingNodes(anns)
-	cur, has := svc.Annotations[AnnotationAnnouncingNode]
+func (c *Controller) writeMetadata(ctx context.Context, svc *v1.Service, anns []lbapi.Announcement) (*v1.Service, error) {
+	value := lbapi.FormatAnnouncingNodes(anns)
+	cur, has := svc.Annotations[lbapi.AnnotationAnnouncingNode]
 	if hasFinalizer(svc.Finalizers) && cur == value && has == (value != "") {
 		return svc, nil
 	}
 	upd := svc.DeepCopy()
 	if !hasFinalizer(upd.Finalizers) {
-		upd.Finalizers = append(upd.Finalizers, Finalizer)
+		upd.Finalizers = append(upd.Finalizers, lbapi.Finalizer)
 	}
 	if value == "" {
-		delete(upd.Annotations, AnnotationAnnouncingNode)
+		delete(upd.Annotations, lbapi.AnnotationAnnouncingNode)
 	} else {
 		if upd.Annotations == nil {
 			upd.Annotations = map[string]string{}
 		}
-		upd.Annotations[AnnotationAnnouncingNode] = value
+		upd.Annotations[lbapi.AnnotationAnnouncingNode] = value
 	}
 	return c.client.CoreV1().Services(svc.Namespace).Update(ctx, upd, metav1.UpdateOptions{})
 }
@@ -212,9 +213,9 @@ func (c *Controller) writeStatus(ctx context.Context, svc *v1.Service, as []ipam
 // announce picks the announcing node of each VIP-mode address. It returns
 // the announcements, and a pending message for each address without an
 // eligible node.
-func (c *Controller) announce(svc *v1.Service, as []ipam.Assignment) ([]Announcement, []string, error) {
+func (c *Controller) announce(svc *v1.Service, as []ipam.Assignment) ([]lbapi.Announcement, []string, error) {
 	key := types.NamespacedName{Namespace: svc.Namespace, Name: svc.Name}
-	var anns []Announcement
+	var anns []lbapi.Announcement
 	var pending []string
 	for _, a := range as {
 		if a.Pool.Mode != v1.LoadBalancerIPModeVIP {
@@ -261,7 +262,7 @@ func (c *Controller) announce(svc *v1.Service, as []ipam.Assignment) ([]Announce
 			pending = append(pending, pendingMessage(a, sharers))
 			continue
 		}
-		anns = append(anns, Announcement{Addr: a.Addr, Node: node})
+		anns = append(anns, lbapi.Announcement{Addr: a.Addr, Node: node})
 	}
 	return anns, pending, nil
 }

@@ -1,12 +1,8 @@
 package nodenet
 
 import (
-	"cmp"
 	"net/netip"
 	"slices"
-	"strings"
-
-	"github.com/antrea-proxy/antrea-proxy/pkg/proxy"
 )
 
 // PortProto is a protocol ("tcp", "udp", "sctp") and port.
@@ -15,7 +11,8 @@ type PortProto struct {
 	Port     uint16
 }
 
-// Exposure is what the host sends into OVS for Services, as the proxier programmed them.
+// Exposure is what the host sends into OVS for Services, as the proxier programmed them. The
+// agent derives it from the proxier's installed Services; this package never sees the proxier.
 type Exposure struct {
 	// NodePorts are served on every NodePort address of the node.
 	NodePorts []PortProto
@@ -27,44 +24,4 @@ type Exposure struct {
 // Equal reports whether e and o hold the same (sorted) content.
 func (e Exposure) Equal(o Exposure) bool {
 	return slices.Equal(e.NodePorts, o.NodePorts) && slices.Equal(e.IPs, o.IPs)
-}
-
-// ExposureOf derives the exposure from the proxier's installed Services: the NodePort of every
-// port, its ExternalIPs, and the LoadBalancer ingress IPs the proxier decided to program
-// (Decision.Program; an ingress with ipMode=Proxy or with proxyLoadBalancerIPs=false is left
-// to normal routing). Only addresses of the port status's family count. The result is sorted
-// and free of duplicates.
-func ExposureOf(services []proxy.ServiceStatus) Exposure {
-	ports := map[PortProto]bool{}
-	ips := map[netip.Addr]bool{}
-	for _, s := range services {
-		for _, ps := range s.Ports {
-			sp := ps.Port
-			if sp.NodePort != 0 {
-				ports[PortProto{Protocol: strings.ToLower(string(sp.Protocol)), Port: sp.NodePort}] = true
-			}
-			for _, ip := range sp.ExternalIPs {
-				if ip.IsValid() && ip.Is6() == ps.IPv6 {
-					ips[ip] = true
-				}
-			}
-			for _, ing := range sp.LoadBalancerIngress {
-				if ing.Decision.Program && ing.IP.IsValid() && ing.IP.Is6() == ps.IPv6 {
-					ips[ing.IP] = true
-				}
-			}
-		}
-	}
-	var e Exposure
-	for p := range ports {
-		e.NodePorts = append(e.NodePorts, p)
-	}
-	slices.SortFunc(e.NodePorts, func(a, b PortProto) int {
-		return cmp.Or(cmp.Compare(a.Protocol, b.Protocol), cmp.Compare(a.Port, b.Port))
-	})
-	for ip := range ips {
-		e.IPs = append(e.IPs, ip)
-	}
-	slices.SortFunc(e.IPs, netip.Addr.Compare)
-	return e
 }

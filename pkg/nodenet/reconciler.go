@@ -108,7 +108,7 @@ func (r *Reconciler) DeleteNode(name string) {
 	}
 }
 
-// SetExposure records the Services' exposure (see ExposureOf).
+// SetExposure records the Services' exposure.
 func (r *Reconciler) SetExposure(e Exposure) {
 	r.mu.Lock()
 	changed := !r.exposureKnown || !r.exposure.Equal(e)

@@ -5,15 +5,15 @@ import (
 
 	"k8s.io/apimachinery/pkg/types"
 
-	"github.com/antrea-proxy/antrea-proxy/pkg/proxy/metrics"
+	"github.com/antrea-proxy/antrea-proxy/pkg/proxy/observe"
 	"github.com/antrea-proxy/antrea-proxy/pkg/proxy/tracker"
 )
 
-// syncResult describes the sync that started at start for a metrics.Observer (metrics,
+// syncResult describes the sync that started at start for an observe.Observer (metrics,
 // health checks). Call it on the sync goroutine, after the installed state was committed or,
 // on failure, left alone; computed holds every Service the sync recomputed (nil or empty = gone).
-func (p *Proxier) syncResult(start time.Time, full bool, drained tracker.Drained, computed map[types.NamespacedName][]desired, err error) metrics.SyncResult {
-	res := metrics.SyncResult{
+func (p *Proxier) syncResult(start time.Time, full bool, drained tracker.Drained, computed map[types.NamespacedName][]desired, err error) observe.SyncResult {
+	res := observe.SyncResult{
 		Start:           start,
 		Duration:        p.opts.Clock.Since(start),
 		Err:             err,
@@ -28,13 +28,13 @@ func (p *Proxier) syncResult(start time.Time, full bool, drained tracker.Drained
 	if err != nil {
 		return res
 	}
-	res.Services = make(map[types.NamespacedName]*metrics.ServiceSummary, len(computed))
+	res.Services = make(map[types.NamespacedName]*observe.ServiceSummary, len(computed))
 	for nn, want := range computed {
-		ports := make([]metrics.PortEndpoints, 0, len(want))
+		ports := make([]observe.PortEndpoints, 0, len(want))
 		for _, d := range want {
-			ports = append(ports, metrics.PortEndpoints{Port: d.port, IPv6: d.ipv6, Endpoints: d.endpoints})
+			ports = append(ports, observe.PortEndpoints{Port: d.port, IPv6: d.ipv6, Endpoints: d.endpoints})
 		}
-		res.Services[nn] = metrics.Summarize(ports)
+		res.Services[nn] = observe.Summarize(ports)
 	}
 	return res
 }

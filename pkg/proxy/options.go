@@ -10,8 +10,9 @@ import (
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/utils/clock"
 
-	"github.com/antrea-proxy/antrea-proxy/pkg/proxy/metrics"
+	"github.com/antrea-proxy/antrea-proxy/pkg/config"
 	"github.com/antrea-proxy/antrea-proxy/pkg/proxy/model"
+	"github.com/antrea-proxy/antrea-proxy/pkg/proxy/observe"
 )
 
 // EventSink receives the Warning events the proxier raises about a Service (quarantined after
@@ -44,22 +45,23 @@ type Options struct {
 	// GatewayOFPort and the gateway addresses feed the pipeline (see pipeline.NodeConfig).
 	GatewayOFPort            uint32
 	GatewayIPv4, GatewayIPv6 netip.Addr
-	// MinSyncInterval and FullSyncPeriod drive the sync loop.
+	// MinSyncInterval and FullSyncPeriod drive the sync loop; 0 means the configuration's
+	// default (config.DefaultMinSyncInterval, config.DefaultFullSyncPeriod: one source).
 	MinSyncInterval time.Duration
 	FullSyncPeriod  time.Duration
 	// Clock is the time source; nil means the real clock.
 	Clock clock.WithTicker
 	// Observer is told about queued changes, node updates and every sync (metrics, health
 	// checks); nil means none.
-	Observer metrics.Observer
+	Observer observe.Observer
 }
 
 func (o *Options) defaults() {
 	if o.MinSyncInterval == 0 {
-		o.MinSyncInterval = time.Second
+		o.MinSyncInterval = config.DefaultMinSyncInterval
 	}
 	if o.FullSyncPeriod == 0 {
-		o.FullSyncPeriod = 30 * time.Second
+		o.FullSyncPeriod = config.DefaultFullSyncPeriod
 	}
 	if o.Clock == nil {
 		o.Clock = clock.RealClock{}

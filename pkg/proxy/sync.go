@@ -13,8 +13,8 @@ import (
 
 	of "github.com/antrea-proxy/antrea-proxy/pkg/ovs/openflow"
 	"github.com/antrea-proxy/antrea-proxy/pkg/pipeline"
-	"github.com/antrea-proxy/antrea-proxy/pkg/proxy/metrics"
 	"github.com/antrea-proxy/antrea-proxy/pkg/proxy/model"
+	"github.com/antrea-proxy/antrea-proxy/pkg/proxy/observe"
 	"github.com/antrea-proxy/antrea-proxy/pkg/proxy/tracker"
 )
 
@@ -183,7 +183,7 @@ func (p *Proxier) syncOnce(ctx context.Context, full bool) error {
 }
 
 // sync is one pass of gather, plan + apply, commit and after-commit work.
-func (p *Proxier) sync(ctx context.Context, full bool) (metrics.SyncResult, error) {
+func (p *Proxier) sync(ctx context.Context, full bool) (observe.SyncResult, error) {
 	start := p.opts.Clock.Now()
 	if !p.started {
 		if err := p.start(ctx); err != nil {

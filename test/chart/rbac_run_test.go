@@ -26,9 +26,9 @@ import (
 
 	"github.com/antrea-proxy/antrea-proxy/pkg/agent"
 	"github.com/antrea-proxy/antrea-proxy/pkg/config"
+	"github.com/antrea-proxy/antrea-proxy/pkg/lbapi"
 	"github.com/antrea-proxy/antrea-proxy/pkg/loadbalancer"
 	"github.com/antrea-proxy/antrea-proxy/pkg/loadbalancer/conditions"
-	"github.com/antrea-proxy/antrea-proxy/pkg/loadbalancer/ipam"
 	"github.com/antrea-proxy/antrea-proxy/pkg/ovs/openflow/openflowtest"
 	"github.com/antrea-proxy/antrea-proxy/pkg/proxy"
 )
@@ -134,7 +134,7 @@ func TestControllerRBAC(t *testing.T) {
 	r := render(t, h)
 	cfg, err := config.ParseController([]byte(dataKey(t, r.configMap(t), "antrea-controller.conf")))
 	require.NoError(t, err)
-	pools, err := ipam.NewPools(cfg.IPPools)
+	pools, err := loadbalancer.NewPools(cfg.IPPools)
 	require.NoError(t, err)
 
 	cs := fake.NewClientset(readyNode("node-a"), webService(corev1.ServiceTypeLoadBalancer), webSlice())
@@ -196,7 +196,7 @@ func TestControllerRBAC(t *testing.T) {
 	// changes the Service, so that the allocation path is driven to its end.
 	require.Eventually(t, func() bool {
 		svc := web()
-		return slices.Contains(svc.Finalizers, loadbalancer.Finalizer) &&
+		return slices.Contains(svc.Finalizers, lbapi.Finalizer) &&
 			meta.IsStatusConditionTrue(svc.Status.Conditions, conditions.TypeServing)
 	}, waitTimeout, 10*time.Millisecond, "allocation never completed (finalizer and Serving condition)")
 	first := ingress()
@@ -205,7 +205,7 @@ func TestControllerRBAC(t *testing.T) {
 	setType(corev1.ServiceTypeClusterIP)
 	require.Eventually(t, func() bool {
 		svc := web()
-		return ingress() == "" && !slices.Contains(svc.Finalizers, loadbalancer.Finalizer)
+		return ingress() == "" && !slices.Contains(svc.Finalizers, lbapi.Finalizer)
 	}, waitTimeout, 10*time.Millisecond, "address not released")
 	require.Equal(t, corev1.ServiceTypeClusterIP, web().Spec.Type, "the controller undid the test's type change")
 	setType(corev1.ServiceTypeLoadBalancer)

@@ -16,7 +16,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/util/intstr"
 
-	"github.com/antrea-proxy/antrea-proxy/pkg/loadbalancer"
+	"github.com/antrea-proxy/antrea-proxy/pkg/lbapi"
 	"github.com/antrea-proxy/antrea-proxy/pkg/loadbalancer/conditions"
 	"github.com/antrea-proxy/antrea-proxy/test/e2e/framework"
 	"github.com/antrea-proxy/antrea-proxy/test/e2e/lbstatus"
@@ -95,7 +95,7 @@ func (p *provider) serving(t *testing.T, name string, required ...lbstatus.Featu
 // announcer returns the node the Service's annotation names for ip.
 func announcer(t *testing.T, svc *corev1.Service, ip netip.Addr) string {
 	t.Helper()
-	as, err := loadbalancer.ParseAnnouncingNodes(svc.Annotations[loadbalancer.AnnotationAnnouncingNode])
+	as, err := lbapi.ParseAnnouncingNodes(svc.Annotations[lbapi.AnnotationAnnouncingNode])
 	require.NoError(t, err)
 	for _, a := range as {
 		if a.Addr == ip {
@@ -139,7 +139,7 @@ func (p *provider) vipServing(t *testing.T) {
 	ip := ingressIP(t, svc, corev1.LoadBalancerIPModeVIP)
 	require.True(t, providerVIPPool.Contains(ip), "%s from the VIP pool", ip)
 	node := p.sb.NodeByName(announcer(t, svc, ip))
-	require.NotNil(t, node, "announcing node of %s: %q", ip, svc.Annotations[loadbalancer.AnnotationAnnouncingNode])
+	require.NotNil(t, node, "announcing node of %s: %q", ip, svc.Annotations[lbapi.AnnotationAnnouncingNode])
 
 	seen := map[string]bool{}
 	for i := 0; i < 20 && len(seen) < 2; i++ {
@@ -192,7 +192,7 @@ func (p *provider) waitAnnouncer(t *testing.T, name string, ip netip.Addr, node 
 			if err != nil {
 				return false, "", err
 			}
-			v := svc.Annotations[loadbalancer.AnnotationAnnouncingNode]
+			v := svc.Annotations[lbapi.AnnotationAnnouncingNode]
 			return announcer(t, svc, ip) == node, "annotation " + v, nil
 		})
 }
@@ -203,7 +203,7 @@ func (p *provider) proxyPool(t *testing.T) {
 	pods, err := p.sb.RunPods(ctx, framework.EchoPod(p.ns, "px-1", p.sb.Nodes[1], labels))
 	require.NoError(t, err)
 	created := p.create(t, p.service("px", "px", func(s *corev1.Service) {
-		s.Annotations = map[string]string{loadbalancer.AnnotationPool: "proxy"}
+		s.Annotations = map[string]string{lbapi.AnnotationPool: "proxy"}
 	}))
 	require.NoError(t, p.sb.WaitEndpoints(ctx, p.ns, "px", pods[0].Status.PodIP))
 	svc := p.serving(t, "px")
@@ -235,8 +235,8 @@ func (p *provider) unsupportedSkipped(t *testing.T) {
 	// eTP=Local on a Proxy-mode pool cannot keep the client address; required, it is refused.
 	p.create(t, p.service("px-local", "px", func(s *corev1.Service) {
 		s.Spec.ExternalTrafficPolicy = corev1.ServiceExternalTrafficPolicyLocal
-		s.Annotations = map[string]string{loadbalancer.AnnotationPool: "proxy",
-			loadbalancer.AnnotationRequiredFeatures: string(conditions.FeatureExternalTrafficPolicy)}
+		s.Annotations = map[string]string{lbapi.AnnotationPool: "proxy",
+			lbapi.AnnotationRequiredFeatures: string(conditions.FeatureExternalTrafficPolicy)}
 	}))
 	r, err := lbstatus.WaitForServing(context.Background(), p.sb.CP.Client, p.ns, "px-local",
 		[]lbstatus.Feature{conditions.FeatureExternalTrafficPolicy}, providerTimeout)
@@ -268,7 +268,7 @@ func (p *provider) concurrent(t *testing.T) {
 			no := false
 			svc := &corev1.Service{
 				ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: fmt.Sprintf("bulk-%03d", i),
-					Annotations: map[string]string{loadbalancer.AnnotationPool: "bulk"}},
+					Annotations: map[string]string{lbapi.AnnotationPool: "bulk"}},
 				Spec: corev1.ServiceSpec{Type: corev1.ServiceTypeLoadBalancer, AllocateLoadBalancerNodePorts: &no,
 					Selector: map[string]string{"app": "none"},
 					Ports:    []corev1.ServicePort{{Name: "tcp", Protocol: corev1.ProtocolTCP, Port: 80, TargetPort: intstr.FromInt32(framework.EchoPort)}}},

@@ -9,8 +9,6 @@ import (
 	"github.com/stretchr/testify/require"
 	v1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/types"
-
-	"github.com/antrea-proxy/antrea-proxy/pkg/config"
 )
 
 var (
@@ -27,12 +25,19 @@ func svc(name string) types.NamespacedName { return types.NamespacedName{Namespa
 // and pool "p" (Proxy: 192.0.2.0/30, i.e. 192.0.2.1-192.0.2.2).
 func testAllocator(t *testing.T) *Allocator {
 	t.Helper()
-	pools, err := NewPools([]config.IPPool{
-		{Name: "a", Ranges: []string{"10.0.0.1-10.0.0.3", "fd00::1-fd00::2"}},
-		{Name: "p", IPMode: config.IPModeProxy, CIDRs: []string{"192.0.2.0/30"}},
+	return New([]*Pool{
+		newPool(t, PoolSpec{Name: "a", Mode: v1.LoadBalancerIPModeVIP, Ranges: []Range{rng("10.0.0.1", "10.0.0.3"), rng("fd00::1", "fd00::2")}}),
+		newPool(t, PoolSpec{Name: "p", Mode: v1.LoadBalancerIPModeProxy, Ranges: []Range{rng("192.0.2.1", "192.0.2.2")}}),
 	})
+}
+
+func rng(first, last string) Range { return Range{First: ip(first), Last: ip(last)} }
+
+func newPool(t *testing.T, s PoolSpec) *Pool {
+	t.Helper()
+	p, err := NewPool(s)
 	require.NoError(t, err)
-	return New(pools)
+	return p
 }
 
 func addrs(as []Assignment) []netip.Addr {
@@ -226,9 +231,7 @@ func TestRestore(t *testing.T) {
 }
 
 func TestConcurrentEnsureNeverDuplicates(t *testing.T) {
-	pools, err := NewPools([]config.IPPool{{Name: "big", CIDRs: []string{"10.1.0.0/22"}}})
-	require.NoError(t, err)
-	a := New(pools)
+	a := New([]*Pool{newPool(t, PoolSpec{Name: "big", Mode: v1.LoadBalancerIPModeVIP, Ranges: []Range{rng("10.1.0.1", "10.1.3.254")}})})
 	const n = 1000
 	got := make([]netip.Addr, n)
 	var wg sync.WaitGroup
@@ -249,6 +252,8 @@ func TestConcurrentEnsureNeverDuplicates(t *testing.T) {
 }
 
 func TestNewPoolErrors(t *testing.T) {
-	_, err := NewPools([]config.IPPool{{Name: "x", Ranges: []string{"bad"}}, {Name: "y", IPMode: "Other", CIDRs: []string{"10.0.0.0/24"}}, {Name: "z"}})
-	require.EqualError(t, err, "pool \"x\": ranges[0]: \"bad\" is not a range \"first-last\"\npool \"y\": unknown ipMode \"Other\"\npool \"z\" has no addresses")
+	_, err := NewPool(PoolSpec{Name: "y", Mode: "Other", Ranges: []Range{rng("10.0.0.1", "10.0.0.254")}})
+	require.EqualError(t, err, "pool \"y\": unknown ipMode \"Other\"")
+	_, err = NewPool(PoolSpec{Name: "z", Mode: v1.LoadBalancerIPModeVIP})
+	require.EqualError(t, err, "pool \"z\" has no addresses")
 }

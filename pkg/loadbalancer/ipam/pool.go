@@ -7,16 +7,37 @@
 package ipam
 
 import (
-	"errors"
 	"fmt"
 	"net/netip"
 
 	v1 "k8s.io/api/core/v1"
-	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/labels"
-
-	"github.com/antrea-proxy/antrea-proxy/pkg/config"
 )
+
+// Range is an inclusive range of addresses of one family.
+type Range struct {
+	First, Last netip.Addr
+}
+
+// Contains reports whether a lies in r.
+func (r Range) Contains(a netip.Addr) bool {
+	a = a.Unmap()
+	return r.First.BitLen() == a.BitLen() && r.First.Compare(a) <= 0 && a.Compare(r.Last) <= 0
+}
+
+// PoolSpec describes one pool: what NewPool needs, parsed and checked by the caller
+// (antrea-controller converts its configuration's ipPools into PoolSpecs).
+type PoolSpec struct {
+	// Name identifies the pool.
+	Name string
+	// Mode is the ipMode of the pool's addresses: VIP or Proxy.
+	Mode v1.LoadBalancerIPMode
+	// Ranges are the pool's addresses, in the order they are handed out.
+	Ranges []Range
+	// NodeSelector selects the nodes that may announce the pool's addresses (VIP pools);
+	// nil means every node.
+	NodeSelector labels.Selector
+}
 
 // Pool is a configured pool of addresses.
 type Pool struct {
@@ -27,48 +48,24 @@ type Pool struct {
 	// NodeSelector selects the nodes that may announce the pool's
 	// addresses (VIP pools); labels.Everything() when not configured.
 	NodeSelector labels.Selector
-	ranges       []config.IPRange
+	ranges       []Range
 }
 
-// NewPools builds the pools of a validated configuration, keeping order.
-func NewPools(cfgs []config.IPPool) ([]*Pool, error) {
-	var out []*Pool
-	var errs []error
-	for _, c := range cfgs {
-		p, err := NewPool(c)
-		if err != nil {
-			errs = append(errs, err)
-			continue
-		}
-		out = append(out, p)
+// NewPool builds one pool from its spec.
+func NewPool(s PoolSpec) (*Pool, error) {
+	if len(s.Ranges) == 0 {
+		return nil, fmt.Errorf("pool %q has no addresses", s.Name)
 	}
-	return out, errors.Join(errs...)
-}
-
-// NewPool builds one pool from its configuration.
-func NewPool(c config.IPPool) (*Pool, error) {
-	ranges, err := c.AddressRanges()
-	if err != nil {
-		return nil, fmt.Errorf("pool %q: %w", c.Name, err)
-	}
-	if len(ranges) == 0 {
-		return nil, fmt.Errorf("pool %q has no addresses", c.Name)
-	}
-	sel := labels.Everything()
-	if c.NodeSelector != nil {
-		if sel, err = metav1.LabelSelectorAsSelector(c.NodeSelector); err != nil {
-			return nil, fmt.Errorf("pool %q: nodeSelector: %w", c.Name, err)
-		}
-	}
-	mode := v1.LoadBalancerIPModeVIP
-	switch c.IPMode {
-	case "", config.IPModeVIP:
-	case config.IPModeProxy:
-		mode = v1.LoadBalancerIPModeProxy
+	switch s.Mode {
+	case v1.LoadBalancerIPModeVIP, v1.LoadBalancerIPModeProxy:
 	default:
-		return nil, fmt.Errorf("pool %q: unknown ipMode %q", c.Name, c.IPMode)
+		return nil, fmt.Errorf("pool %q: unknown ipMode %q", s.Name, s.Mode)
 	}
-	return &Pool{Name: c.Name, Mode: mode, NodeSelector: sel, ranges: ranges}, nil
+	sel := s.NodeSelector
+	if sel == nil {
+		sel = labels.Everything()
+	}
+	return &Pool{Name: s.Name, Mode: s.Mode, NodeSelector: sel, ranges: s.Ranges}, nil
 }
 
 // Contains reports whether a belongs to the pool.

@@ -9,5 +9,6 @@
 //     period (60 s by default), and /healthz also fails while the Node is being deleted or is
 //     tainted ToBeDeletedByClusterAutoscaler. The body says why.
 //
-// Both implement metrics.Observer, so the proxier feeds them like the metrics recorder.
+// Both implement observe.Observer (the proxier's event contract), so the proxier feeds them
+// like the metrics recorder.
 package healthcheck

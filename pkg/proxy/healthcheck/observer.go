@@ -6,7 +6,7 @@ import (
 	v1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/types"
 
-	"github.com/antrea-proxy/antrea-proxy/pkg/proxy/metrics"
+	"github.com/antrea-proxy/antrea-proxy/pkg/proxy/observe"
 )
 
 // serviceObserver feeds a ServiceHealthServer from the proxier's sync results. Results carry
@@ -19,17 +19,17 @@ type serviceObserver struct {
 	counts map[types.NamespacedName]int
 }
 
-// Observer returns a metrics.Observer that keeps s in step with the proxier: after every
+// Observer returns a observe.Observer that keeps s in step with the proxier: after every
 // successful sync it applies the node addresses, the health check NodePorts and the local ready
 // endpoint counts (which also retries ports that could not be opened before).
-func (s *ServiceHealthServer) Observer() metrics.Observer {
+func (s *ServiceHealthServer) Observer() observe.Observer {
 	return &serviceObserver{srv: s, ports: map[types.NamespacedName]uint16{}, counts: map[types.NamespacedName]int{}}
 }
 
 func (o *serviceObserver) QueuedUpdate()        {}
 func (o *serviceObserver) NodeUpdated(*v1.Node) {}
 
-func (o *serviceObserver) SyncDone(r metrics.SyncResult) {
+func (o *serviceObserver) SyncDone(r observe.SyncResult) {
 	if r.Err != nil {
 		return
 	}

@@ -13,7 +13,8 @@ import (
 	"k8s.io/klog/v2"
 	"k8s.io/utils/clock"
 
-	"github.com/antrea-proxy/antrea-proxy/pkg/proxy/metrics"
+	"github.com/antrea-proxy/antrea-proxy/pkg/httpserver"
+	"github.com/antrea-proxy/antrea-proxy/pkg/proxy/observe"
 )
 
 // DefaultBindAddress is where kube-proxy serves /healthz and /livez by default.
@@ -62,7 +63,7 @@ func WithOVSDisconnectGrace(d time.Duration) Option {
 	}
 }
 
-var _ metrics.Observer = (*ProxyHealth)(nil)
+var _ observe.Observer = (*ProxyHealth)(nil)
 
 // NewProxyHealth returns a ProxyHealth that reports stale data after 2×fullSyncPeriod. clk nil
 // means the real clock. It starts healthy, node-eligible (like kube-proxy's) and connected to OVS.
@@ -171,11 +172,11 @@ func (h *ProxyHealth) state() healthState {
 	return st
 }
 
-// NodeUpdated implements metrics.Observer.
+// NodeUpdated implements observe.Observer.
 func (h *ProxyHealth) NodeUpdated(node *v1.Node) { h.SyncNode(node) }
 
-// SyncDone implements metrics.Observer: a successful sync is an update.
-func (h *ProxyHealth) SyncDone(r metrics.SyncResult) {
+// SyncDone implements observe.Observer: a successful sync is an update.
+func (h *ProxyHealth) SyncDone(r observe.SyncResult) {
 	if r.Err == nil {
 		h.Updated()
 	}
@@ -262,5 +263,5 @@ func (h *ProxyHealth) Serve(ctx context.Context, addr string) error {
 	if err != nil {
 		return fmt.Errorf("health server: listening on %s: %w", addr, err)
 	}
-	return metrics.ServeListener(ctx, ln, h.Mux())
+	return httpserver.Serve(ctx, ln, h.Mux())
 }

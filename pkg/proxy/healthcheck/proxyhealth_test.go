@@ -15,7 +15,8 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	clocktesting "k8s.io/utils/clock/testing"
 
-	"github.com/antrea-proxy/antrea-proxy/pkg/proxy/metrics"
+	"github.com/antrea-proxy/antrea-proxy/pkg/httpserver"
+	"github.com/antrea-proxy/antrea-proxy/pkg/proxy/observe"
 )
 
 const syncPeriod = 30 * time.Second
@@ -50,8 +51,8 @@ func TestProxyHealthStaleness(t *testing.T) {
 		livez   int
 	}
 	queue := func(h *ProxyHealth) { h.QueuedUpdate() }
-	okSync := func(h *ProxyHealth) { h.SyncDone(metrics.SyncResult{}) }
-	failSync := func(h *ProxyHealth) { h.SyncDone(metrics.SyncResult{Err: errors.New("ovs down")}) }
+	okSync := func(h *ProxyHealth) { h.SyncDone(observe.SyncResult{}) }
+	failSync := func(h *ProxyHealth) { h.SyncDone(observe.SyncResult{Err: errors.New("ovs down")}) }
 	tests := []struct {
 		name  string
 		steps []step
@@ -151,7 +152,7 @@ func TestProxyHealthServe(t *testing.T) {
 	require.NoError(t, err)
 	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan error, 1)
-	go func() { done <- metrics.ServeListener(ctx, ln, h.Mux()) }()
+	go func() { done <- httpserver.Serve(ctx, ln, h.Mux()) }()
 	t.Cleanup(func() {
 		cancel()
 		require.NoError(t, <-done)

@@ -17,7 +17,7 @@ import (
 	"github.com/stretchr/testify/require"
 	"k8s.io/apimachinery/pkg/types"
 
-	"github.com/antrea-proxy/antrea-proxy/pkg/proxy/metrics"
+	"github.com/antrea-proxy/antrea-proxy/pkg/proxy/observe"
 )
 
 var (
@@ -231,9 +231,9 @@ func TestServiceHealthObserver(t *testing.T) {
 	p := freePorts(t, 2)
 	s := newServer(t, ServiceOptions{NodeName: "node1"})
 	o := s.Observer()
-	o.SyncDone(metrics.SyncResult{
+	o.SyncDone(observe.SyncResult{
 		NodeAddresses: []netip.Addr{lo1},
-		Services: map[types.NamespacedName]*metrics.ServiceSummary{
+		Services: map[types.NamespacedName]*observe.ServiceSummary{
 			svcA:                               {Ports: 1, HealthCheckNodePort: p[0], LocalReady: 2},
 			svcB:                               {Ports: 1, HealthCheckNodePort: p[1]},
 			{Namespace: "ns", Name: "cluster"}: {Ports: 1, LocalReady: 4},
@@ -246,14 +246,14 @@ func TestServiceHealthObserver(t *testing.T) {
 	require.Equal(t, reply(503, 0, svcB, true), got)
 
 	// A failed sync changes nothing.
-	o.SyncDone(metrics.SyncResult{Err: errors.New("x"), NodeAddresses: []netip.Addr{lo1},
-		Services: map[types.NamespacedName]*metrics.ServiceSummary{svcA: nil}})
+	o.SyncDone(observe.SyncResult{Err: errors.New("x"), NodeAddresses: []netip.Addr{lo1},
+		Services: map[types.NamespacedName]*observe.ServiceSummary{svcA: nil}})
 	require.Len(t, s.Ports(), 2)
 
 	// Incremental: B gets an endpoint, A is deleted; unchanged Services keep their state.
-	o.SyncDone(metrics.SyncResult{
+	o.SyncDone(observe.SyncResult{
 		NodeAddresses: []netip.Addr{lo1},
-		Services: map[types.NamespacedName]*metrics.ServiceSummary{
+		Services: map[types.NamespacedName]*observe.ServiceSummary{
 			svcA: nil,
 			svcB: {Ports: 1, HealthCheckNodePort: p[1], LocalReady: 1},
 		},

@@ -1,5 +1,5 @@
-// Package metrics exports the proxier's Prometheus metrics and defines Observer, the hook the
-// proxier calls when a change is queued, when its Node changes and after every sync.
+// Package metrics exports the proxier's Prometheus metrics: Recorder is an observe.Observer
+// fed by the proxier after every sync.
 //
 // Metric names follow kube-proxy's (pkg/proxy/metrics) after the "antrea_proxy_" prefix where
 // they mean the same thing; the metrics only AntreaProxy has are documented in docs/metrics.md.

@@ -9,6 +9,8 @@ import (
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/klog/v2"
 	"k8s.io/utils/clock"
+
+	"github.com/antrea-proxy/antrea-proxy/pkg/proxy/observe"
 )
 
 // Namespace prefixes every metric name: kube-proxy's "kubeproxy_" becomes "antrea_proxy_".
@@ -20,7 +22,7 @@ const (
 	TrafficPolicyExternal = "external"
 )
 
-// Recorder is an Observer that keeps the proxier's Prometheus metrics in its own registry.
+// Recorder is an observe.Observer that keeps the proxier's Prometheus metrics in its own registry.
 type Recorder struct {
 	clock    clock.PassiveClock
 	registry *prometheus.Registry
@@ -42,13 +44,13 @@ type Recorder struct {
 
 	mu sync.Mutex
 	// installed is the last summary of every installed Service; totals is their sum.
-	installed map[types.NamespacedName]ServiceSummary
-	totals    ServiceSummary
+	installed map[types.NamespacedName]observe.ServiceSummary
+	totals    observe.ServiceSummary
 	// retained holds trigger times of failed syncs: they are observed when a sync succeeds.
 	retained map[types.NamespacedName][]time.Time
 }
 
-var _ Observer = (*Recorder)(nil)
+var _ observe.Observer = (*Recorder)(nil)
 
 // NewRecorder returns a Recorder with a new registry; clk supplies timestamps (nil means the
 // real clock).
@@ -59,7 +61,7 @@ func NewRecorder(clk clock.PassiveClock) *Recorder {
 	r := &Recorder{
 		clock:     clk,
 		registry:  prometheus.NewRegistry(),
-		installed: map[types.NamespacedName]ServiceSummary{},
+		installed: map[types.NamespacedName]observe.ServiceSummary{},
 		retained:  map[types.NamespacedName][]time.Time{},
 	}
 	syncBuckets := prometheus.ExponentialBuckets(0.001, 2, 15)
@@ -124,7 +126,7 @@ func (r *Recorder) QueuedUpdate() { r.lastQueued.Set(unixSeconds(r.clock.Now()))
 func (r *Recorder) NodeUpdated(*v1.Node) {}
 
 // SyncDone implements Observer.
-func (r *Recorder) SyncDone(res SyncResult) {
+func (r *Recorder) SyncDone(res observe.SyncResult) {
 	secs := res.Duration.Seconds()
 	r.syncDuration.Observe(secs)
 	if res.Full {
@@ -167,13 +169,13 @@ func (r *Recorder) SyncDone(res SyncResult) {
 		observe(nn, t)
 	}
 	for nn, s := range res.Services {
-		r.totals.sub(r.installed[nn])
+		subSummary(&r.totals, r.installed[nn])
 		if s == nil {
 			delete(r.installed, nn)
 			continue
 		}
 		r.installed[nn] = *s
-		r.totals.add(*s)
+		addSummary(&r.totals, *s)
 	}
 	r.services.Set(float64(len(r.installed)))
 	r.endpoints.Set(float64(r.totals.Endpoints))
@@ -183,14 +185,14 @@ func (r *Recorder) SyncDone(res SyncResult) {
 	r.groups.Set(float64(res.Groups))
 }
 
-func (s *ServiceSummary) add(o ServiceSummary) {
+func addSummary(s *observe.ServiceSummary, o observe.ServiceSummary) {
 	s.Ports += o.Ports
 	s.Endpoints += o.Endpoints
 	s.NoLocalInternal += o.NoLocalInternal
 	s.NoLocalExternal += o.NoLocalExternal
 }
 
-func (s *ServiceSummary) sub(o ServiceSummary) {
+func subSummary(s *observe.ServiceSummary, o observe.ServiceSummary) {
 	s.Ports -= o.Ports
 	s.Endpoints -= o.Endpoints
 	s.NoLocalInternal -= o.NoLocalInternal

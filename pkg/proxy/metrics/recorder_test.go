@@ -14,6 +14,9 @@ import (
 	"github.com/stretchr/testify/require"
 	"k8s.io/apimachinery/pkg/types"
 	clocktesting "k8s.io/utils/clock/testing"
+
+	"github.com/antrea-proxy/antrea-proxy/pkg/httpserver"
+	"github.com/antrea-proxy/antrea-proxy/pkg/proxy/observe"
 )
 
 // snapshot is the gathered registry: metric name (without labels) to its family.
@@ -94,11 +97,11 @@ func TestRecorderSyncs(t *testing.T) {
 
 	// Sync 1 (full, success): two Services; endpoints of A were triggered 2 s before the end.
 	start := t0.Add(time.Second)
-	r.SyncDone(SyncResult{
+	r.SyncDone(observe.SyncResult{
 		Start: start, Duration: 500 * time.Millisecond, Full: true,
 		ServiceChanges: 2, EndpointChanges: 1,
 		TriggerTimes: map[types.NamespacedName]time.Time{svcA: start.Add(500 * time.Millisecond).Add(-2 * time.Second)},
-		Services: map[types.NamespacedName]*ServiceSummary{
+		Services: map[types.NamespacedName]*observe.ServiceSummary{
 			svcA: {Ports: 2, Endpoints: 4, NoLocalExternal: 1},
 			svcB: {Ports: 1, Endpoints: 1, NoLocalInternal: 1},
 		},
@@ -136,11 +139,11 @@ func TestRecorderSyncs(t *testing.T) {
 
 	// Sync 2 (partial, fails): its trigger time is kept, nothing installed changes.
 	start2 := t0.Add(10 * time.Second)
-	r.SyncDone(SyncResult{
+	r.SyncDone(observe.SyncResult{
 		Start: start2, Duration: time.Second, Err: errors.New("bundle rejected"),
 		EndpointChanges: 1,
 		TriggerTimes:    map[types.NamespacedName]time.Time{svcB: start2.Add(-time.Second)},
-		Services:        map[types.NamespacedName]*ServiceSummary{svcB: nil},
+		Services:        map[types.NamespacedName]*observe.ServiceSummary{svcB: nil},
 		Flows:           40, Groups: 3,
 	})
 	s = gather(t, r)
@@ -156,10 +159,10 @@ func TestRecorderSyncs(t *testing.T) {
 	// Sync 3 (retry succeeds): B is removed and A loses its no-local port; B's retained trigger
 	// time is observed now (retry ends 4 s after it), a future trigger time is ignored.
 	start3 := t0.Add(12 * time.Second)
-	r.SyncDone(SyncResult{
+	r.SyncDone(observe.SyncResult{
 		Start: start3, Duration: time.Second,
 		TriggerTimes: map[types.NamespacedName]time.Time{svcA: start3.Add(time.Hour)},
-		Services: map[types.NamespacedName]*ServiceSummary{
+		Services: map[types.NamespacedName]*observe.ServiceSummary{
 			svcA: {Ports: 2, Endpoints: 2},
 			svcB: nil,
 		},
@@ -183,19 +186,19 @@ func TestRecorderSyncs(t *testing.T) {
 func TestRecorderOwnRegistry(t *testing.T) {
 	// Two Recorders must not collide (no global registry).
 	a, b := NewRecorder(nil), NewRecorder(nil)
-	a.SyncDone(SyncResult{Err: errors.New("x")})
+	a.SyncDone(observe.SyncResult{Err: errors.New("x")})
 	require.Equal(t, 1.0, gather(t, a).value(t, "sync_failures_total"))
 	require.Equal(t, 0.0, gather(t, b).value(t, "sync_failures_total"))
 }
 
 func TestServeMetrics(t *testing.T) {
 	r := NewRecorder(clocktesting.NewFakeClock(time.Unix(100, 0)))
-	r.SyncDone(SyncResult{Services: map[types.NamespacedName]*ServiceSummary{svcA: {Ports: 1}}, Flows: 7})
+	r.SyncDone(observe.SyncResult{Services: map[types.NamespacedName]*observe.ServiceSummary{svcA: {Ports: 1}}, Flows: 7})
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
 	require.NoError(t, err)
 	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan error, 1)
-	go func() { done <- ServeListener(ctx, ln, r.Mux()) }()
+	go func() { done <- httpserver.Serve(ctx, ln, r.Mux()) }()
 
 	resp, err := http.Get("http://" + ln.Addr().String() + "/metrics")
 	require.NoError(t, err)

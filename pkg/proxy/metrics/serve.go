@@ -2,14 +2,13 @@ package metrics
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"net"
 	"net/http"
-	"time"
 
 	"github.com/prometheus/client_golang/prometheus/promhttp"
-	"k8s.io/klog/v2"
+
+	"github.com/antrea-proxy/antrea-proxy/pkg/httpserver"
 )
 
 // DefaultBindAddress is where kube-proxy serves its metrics by default.
@@ -34,25 +33,5 @@ func (r *Recorder) Serve(ctx context.Context, addr string) error {
 	if err != nil {
 		return fmt.Errorf("metrics server: listening on %s: %w", addr, err)
 	}
-	return ServeListener(ctx, ln, r.Mux())
-}
-
-// ServeListener serves h on ln until ctx is done, then shuts the server down (waiting at most
-// 5 s for requests in flight).
-func ServeListener(ctx context.Context, ln net.Listener, h http.Handler) error {
-	srv := &http.Server{Handler: h, ReadHeaderTimeout: 10 * time.Second}
-	done := make(chan error, 1)
-	go func() { done <- srv.Serve(ln) }()
-	klog.InfoS("Serving HTTP", "address", ln.Addr().String())
-	select {
-	case err := <-done:
-		return fmt.Errorf("serving on %s: %w", ln.Addr(), err)
-	case <-ctx.Done():
-	}
-	sctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
-	defer cancel()
-	if err := srv.Shutdown(sctx); err != nil && !errors.Is(err, http.ErrServerClosed) {
-		return fmt.Errorf("shutting down server on %s: %w", ln.Addr(), err)
-	}
-	return nil
+	return httpserver.Serve(ctx, ln, r.Mux())
 }

@@ -198,41 +198,11 @@ func clone[T any](s []T) []T {
 }
 
 // SkipSet is the skipServices setting: Services this proxier must ignore, by name or by any of
-// their cluster IPs.
+// their cluster IPs. pkg/config parses and validates the entries; pkg/agent builds the SkipSet
+// from that result.
 type SkipSet struct {
 	Names sets.Set[types.NamespacedName]
 	IPs   sets.Set[netip.Addr]
-}
-
-// ParseSkipSet parses skipServices entries: "namespace/name" or a cluster IP. Every bad entry is
-// reported in the error; the valid ones are still returned.
-func ParseSkipSet(entries []string) (SkipSet, error) {
-	s := SkipSet{Names: sets.New[types.NamespacedName](), IPs: sets.New[netip.Addr]()}
-	var bad []string
-	for _, e := range entries {
-		e = strings.TrimSpace(e)
-		if e == "" {
-			continue
-		}
-		if ns, name, ok := strings.Cut(e, "/"); ok {
-			if ns == "" || name == "" || strings.Contains(name, "/") {
-				bad = append(bad, fmt.Sprintf("%q (want namespace/name)", e))
-				continue
-			}
-			s.Names.Insert(types.NamespacedName{Namespace: ns, Name: name})
-			continue
-		}
-		a, ok := parseAddr(e)
-		if !ok {
-			bad = append(bad, fmt.Sprintf("%q (neither namespace/name nor an IP address)", e))
-			continue
-		}
-		s.IPs.Insert(a)
-	}
-	if len(bad) > 0 {
-		return s, fmt.Errorf("invalid skipServices entries: %s", strings.Join(bad, ", "))
-	}
-	return s, nil
 }
 
 // Skip reasons returned by ShouldSkipService.

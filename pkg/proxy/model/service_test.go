@@ -2,7 +2,6 @@ package model
 
 import (
 	"net/netip"
-	"strings"
 	"testing"
 
 	"github.com/google/go-cmp/cmp"
@@ -260,8 +259,8 @@ func TestServicePortsMixedIPModes(t *testing.T) {
 }
 
 func TestShouldSkipService(t *testing.T) {
-	skip, err := ParseSkipSet([]string{"kube-system/kube-dns", " 10.96.0.99 ", "", "fd00::99"})
-	require.NoError(t, err)
+	skip := SkipSet{Names: sets.New(types.NamespacedName{Namespace: "kube-system", Name: "kube-dns"}),
+		IPs: sets.New(netip.MustParseAddr("10.96.0.99"), netip.MustParseAddr("fd00::99"))}
 
 	tests := []struct {
 		name      string
@@ -317,14 +316,4 @@ func TestShouldSkipService(t *testing.T) {
 	// A zero SkipSet skips nothing extra.
 	gotSkip, _ := ShouldSkipService(newService(nil), "", SkipSet{})
 	require.False(t, gotSkip)
-}
-
-func TestParseSkipSet(t *testing.T) {
-	s, err := ParseSkipSet([]string{"ns/a", "10.0.0.1", "bad/", "/bad", "a/b/c", "not-an-ip", "2001:db8::1"})
-	require.Error(t, err)
-	for _, bad := range []string{`"bad/"`, `"/bad"`, `"a/b/c"`, `"not-an-ip"`} {
-		require.True(t, strings.Contains(err.Error(), bad), "error %q should name %s", err, bad)
-	}
-	require.Equal(t, sets.New(types.NamespacedName{Namespace: "ns", Name: "a"}), s.Names)
-	require.Equal(t, sets.New(netip.MustParseAddr("10.0.0.1"), netip.MustParseAddr("2001:db8::1")), s.IPs)
 }

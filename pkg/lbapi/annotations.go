@@ -1,13 +1,12 @@
-package loadbalancer
+package lbapi
 
 import (
 	"fmt"
 	"net/netip"
-	"slices"
 	"strings"
 )
 
-// Annotations and finalizer of the project; see the package documentation.
+// Annotations and finalizer of the project on Services; see the package documentation.
 const (
 	AnnotationLoadBalancerIPs  = "antrea-proxy.io/load-balancer-ips"
 	AnnotationPool             = "antrea-proxy.io/lb-pool"
@@ -79,5 +78,3 @@ func ParseAnnouncingNodes(s string) ([]Announcement, error) {
 	}
 	return out, nil
 }
-
-func hasFinalizer(fs []string) bool { return slices.Contains(fs, Finalizer) }

@@ -1,0 +1,51 @@
+package agent
+
+import (
+	"cmp"
+	"net/netip"
+	"slices"
+	"strings"
+
+	"github.com/antrea-proxy/antrea-proxy/pkg/nodenet"
+	"github.com/antrea-proxy/antrea-proxy/pkg/proxy"
+)
+
+// exposureOf derives the exposure from the proxier's installed Services: the NodePort of every
+// port, its ExternalIPs, and the LoadBalancer ingress IPs the proxier decided to program
+// (Decision.Program; an ingress with ipMode=Proxy or with proxyLoadBalancerIPs=false is left
+// to normal routing). Only addresses of the port status's family count. The result is sorted
+// and free of duplicates.
+func exposureOf(services []proxy.ServiceStatus) nodenet.Exposure {
+	ports := map[nodenet.PortProto]bool{}
+	ips := map[netip.Addr]bool{}
+	for _, s := range services {
+		for _, ps := range s.Ports {
+			sp := ps.Port
+			if sp.NodePort != 0 {
+				ports[nodenet.PortProto{Protocol: strings.ToLower(string(sp.Protocol)), Port: sp.NodePort}] = true
+			}
+			for _, ip := range sp.ExternalIPs {
+				if ip.IsValid() && ip.Is6() == ps.IPv6 {
+					ips[ip] = true
+				}
+			}
+			for _, ing := range sp.LoadBalancerIngress {
+				if ing.Decision.Program && ing.IP.IsValid() && ing.IP.Is6() == ps.IPv6 {
+					ips[ing.IP] = true
+				}
+			}
+		}
+	}
+	var e nodenet.Exposure
+	for p := range ports {
+		e.NodePorts = append(e.NodePorts, p)
+	}
+	slices.SortFunc(e.NodePorts, func(a, b nodenet.PortProto) int {
+		return cmp.Or(cmp.Compare(a.Protocol, b.Protocol), cmp.Compare(a.Port, b.Port))
+	})
+	for ip := range ips {
+		e.IPs = append(e.IPs, ip)
+	}
+	slices.SortFunc(e.IPs, netip.Addr.Compare)
+	return e
+}

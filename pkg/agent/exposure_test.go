@@ -1,0 +1,39 @@
+package agent
+
+import (
+	"net/netip"
+	"testing"
+
+	"github.com/google/go-cmp/cmp"
+	"github.com/stretchr/testify/require"
+	"k8s.io/apimachinery/pkg/types"
+
+	"github.com/antrea-proxy/antrea-proxy/pkg/nodenet"
+	"github.com/antrea-proxy/antrea-proxy/pkg/proxy"
+	"github.com/antrea-proxy/antrea-proxy/pkg/proxy/model"
+)
+
+var a = netip.MustParseAddr
+
+func lbPort(name string, nodePort uint16, ipv6 bool, ext []netip.Addr, ing ...model.LBIngress) proxy.PortStatus {
+	return proxy.PortStatus{IPv6: ipv6, Port: model.ServicePort{Name: model.ServicePortName{NamespacedName: types.NamespacedName{Namespace: "default", Name: name}},
+		Protocol: model.TCP, Port: 80, NodePort: nodePort, ExternalIPs: ext, LoadBalancerIngress: ing}}
+}
+
+func TestExposureOf(t *testing.T) {
+	vip := model.LBIngress{IP: a("172.18.0.100"), Decision: model.Decision{Program: true}}
+	proxyMode := model.LBIngress{IP: a("172.18.0.101"), IPMode: "Proxy", Decision: model.Decision{Program: false}}
+	v6 := model.LBIngress{IP: a("fd00:18::1"), Decision: model.Decision{Program: true}}
+	svcs := []proxy.ServiceStatus{
+		{Name: types.NamespacedName{Namespace: "default", Name: "web"}, Ports: []proxy.PortStatus{
+			lbPort("web", 30080, false, []netip.Addr{a("192.0.2.7")}, vip, proxyMode, v6),
+			lbPort("web", 30080, true, nil, vip, proxyMode, v6),
+		}},
+		{Name: types.NamespacedName{Namespace: "default", Name: "plain"}, Ports: []proxy.PortStatus{lbPort("plain", 0, false, nil)}},
+	}
+	want := nodenet.Exposure{NodePorts: []nodenet.PortProto{{Protocol: "tcp", Port: 30080}}, IPs: []netip.Addr{a("172.18.0.100"), a("192.0.2.7"), a("fd00:18::1")}}
+	got := exposureOf(svcs)
+	require.Empty(t, cmp.Diff(want, got))
+	require.True(t, got.Equal(want))
+	require.False(t, got.Equal(nodenet.Exposure{}))
+}

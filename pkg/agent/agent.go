@@ -10,6 +10,7 @@ import (
 	"path/filepath"
 	"time"
 
+	"k8s.io/client-go/informers"
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/klog/v2"
 
@@ -175,7 +176,11 @@ func Run(ctx context.Context, cfg *config.AgentConfig, client kubernetes.Interfa
 		return fmt.Errorf("starting the agent API: %w", err)
 	}
 	defer api.Close()
-	if err := startDataPath(ctx, c, client); err != nil {
+	// One informer factory for the binary: the data path, the announcer and the proxier share
+	// its Node, Service and EndpointSlice informers.
+	factory := informers.NewSharedInformerFactory(client, 0)
+	defer factory.Shutdown()
+	if err := startDataPath(ctx, c, factory); err != nil {
 		return fmt.Errorf("starting the node data path: %w", err)
 	}
 	c.startSelfHealing(ctx, cfg)
@@ -186,5 +191,5 @@ func Run(ctx context.Context, cfg *config.AgentConfig, client kubernetes.Interfa
 		return nil
 	}
 	c.observers.start(ctx, cfg)
-	return c.Proxier.Run(ctx, client)
+	return c.Proxier.RunWithInformers(ctx, factory)
 }

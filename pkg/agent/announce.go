@@ -9,7 +9,6 @@ import (
 	v1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/client-go/informers"
-	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/tools/cache"
 	"k8s.io/klog/v2"
 
@@ -49,11 +48,7 @@ func announcedIPs(node string, services []*v1.Service, programmed []netip.Addr) 
 // runAnnouncer keeps the host answering ARP/NDP, on the uplink holding this Node's InternalIP,
 // for the VIP-mode LoadBalancer IPs antrea-controller assigned to this node, until ctx is done;
 // then it withdraws them.
-func (d *DataPath) runAnnouncer(ctx context.Context, client kubernetes.Interface, services ServiceSource) error {
-	if services == nil {
-		return nil
-	}
-	factory := informers.NewSharedInformerFactory(client, 0)
+func (d *DataPath) runAnnouncer(ctx context.Context, factory informers.SharedInformerFactory) error {
 	svcInf, nodeInf := factory.Core().V1().Services(), factory.Core().V1().Nodes()
 	kick := make(chan struct{}, 1)
 	onEvent := func() {
@@ -69,7 +64,6 @@ func (d *DataPath) runAnnouncer(ctx context.Context, client kubernetes.Interface
 		}
 	}
 	factory.Start(ctx.Done())
-	defer factory.Shutdown()
 	if !cache.WaitForCacheSync(ctx.Done(), svcInf.Informer().HasSynced, nodeInf.Informer().HasSynced) {
 		return nil
 	}
@@ -80,7 +74,7 @@ func (d *DataPath) runAnnouncer(ctx context.Context, client kubernetes.Interface
 	for {
 		uplink := d.uplink(nodeInf.Lister().Get)
 		svcs, _ := svcInf.Lister().List(labels.Everything())
-		want := announcedIPs(d.cfg.NodeName, svcs, exposureOf(services.Services()).IPs)
+		want := announcedIPs(d.cfg.NodeName, svcs, d.exposedIPs())
 		if err := ann.Sync(uplink, want); err != nil {
 			if err.Error() != lastErr {
 				klog.ErrorS(err, "Announcing LoadBalancer IPs failed; retrying", "uplink", uplink)
@@ -96,6 +90,7 @@ func (d *DataPath) runAnnouncer(ctx context.Context, client kubernetes.Interface
 			}
 			return nil
 		case <-kick:
+		case <-d.announceKick:
 		case <-t.C:
 		}
 	}

@@ -12,7 +12,6 @@ import (
 	v1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/client-go/informers"
-	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/tools/cache"
 	"k8s.io/klog/v2"
 
@@ -47,8 +46,6 @@ type DataPathOptions struct {
 	// Round is this run's flow round (saved by Setup before anything is installed); the
 	// proxier installs the same round.
 	Round uint16
-	// ServicePollInterval is how often the proxier's sync count is checked; 0 means 500 ms.
-	ServicePollInterval time.Duration
 }
 
 // DataPath is the agent's node data path: the host gateway and its flows, the host routes and
@@ -64,11 +61,15 @@ type DataPath struct {
 
 	// Set by Start.
 	podCIDRs []netip.Prefix
-	// exposeMu guards rec and services for SyncDone, which the proxier calls from its own
-	// goroutine.
+	// exposeMu guards rec, services and exposure for SyncDone, which the proxier calls from
+	// its own goroutine.
 	exposeMu sync.Mutex
 	services ServiceSource
 	rec      *nodenet.Reconciler
+	// exposure is what the proxier last installed (pushed by SyncDone).
+	exposure nodenet.Exposure
+	// announceKick wakes the announcer when the exposure changes.
+	announceKick chan struct{}
 	// gwFlows installs the gateway flows and knows how many OVS should hold.
 	gwFlows gatewayFlowSet
 	cni     *server.Server
@@ -104,7 +105,8 @@ func NewDataPath(ctx context.Context, opts DataPathOptions) (*DataPath, error) {
 	if opts.Round == 0 {
 		return nil, fmt.Errorf("data path: Round is required")
 	}
-	d := &DataPath{opts: opts, cfg: cfg, host: nodenet.Host{NetNS: opts.HostNetNS}, round: opts.Round, gwFlows: gatewayFlowSet{installed: -1}}
+	d := &DataPath{opts: opts, cfg: cfg, host: nodenet.Host{NetNS: opts.HostNetNS}, round: opts.Round, gwFlows: gatewayFlowSet{installed: -1},
+		announceKick: make(chan struct{}, 1)}
 	d.nodePortVIPs, d.serviceVIPs = cfg.NodeNetwork.VirtualIPs()
 	var err error
 	d.gw, err = d.host.EnsureGateway(ctx, opts.OVSDB, d.gatewayConfig())
@@ -133,8 +135,7 @@ func (d *DataPath) ProxyOptions(o *proxy.Options) {
 // routes and nftables rules (kept up to date from the Node informer and services), and starts
 // the CNI server. It returns once the CNI server answers; the rest runs until ctx is done (see
 // Wait).
-func (d *DataPath) Start(ctx context.Context, client kubernetes.Interface, services ServiceSource) error {
-	factory := informers.NewSharedInformerFactory(client, 0)
+func (d *DataPath) Start(ctx context.Context, factory informers.SharedInformerFactory, services ServiceSource) error {
 	nodeInf := factory.Core().V1().Nodes()
 	inf := nodeInf.Informer()
 	var recMu sync.Mutex // guards rec until it exists; events before that are replayed from the lister
@@ -202,7 +203,7 @@ func (d *DataPath) Start(ctx context.Context, client kubernetes.Interface, servi
 		rec.SetExposure(nodenet.Exposure{}) // no proxier: nothing to expose
 	default:
 		if _, _, syncs := services.SyncState(); syncs > 0 {
-			rec.SetExposure(exposureOf(services.Services()))
+			d.pushExposure(exposureOf(services.Services()))
 		}
 	}
 	// The first sync runs here so that routes and rules exist when Start returns; failures are
@@ -212,8 +213,7 @@ func (d *DataPath) Start(ctx context.Context, client kubernetes.Interface, servi
 	}
 	d.goRun(func() error { rec.Run(ctx); return nil })
 	if services != nil {
-		d.goRun(func() error { d.pollServices(ctx, services); return nil })
-		d.goRun(func() error { return d.runAnnouncer(ctx, client, services) })
+		d.goRun(func() error { return d.runAnnouncer(ctx, factory) })
 	}
 	return d.startCNI(ctx)
 }
@@ -278,46 +278,46 @@ func (d *DataPath) waitForPodCIDRs(ctx context.Context, get func(string) (*v1.No
 	}
 }
 
-// pollServices feeds the reconciler with the proxier's exposure after each of its syncs.
-func (d *DataPath) pollServices(ctx context.Context, services ServiceSource) {
-	interval := d.opts.ServicePollInterval
-	if interval == 0 {
-		interval = 500 * time.Millisecond
-	}
-	t := time.NewTicker(interval)
-	defer t.Stop()
-	lastSyncs := -1
-	for {
-		select {
-		case <-ctx.Done():
-			return
-		case <-t.C:
-		}
-		// Only what a sync installed counts: before the first one, Services() is empty, and
-		// exposing nothing would remove the rules a previous agent left for live traffic.
-		if _, _, syncs := services.SyncState(); syncs > 0 && syncs != lastSyncs {
-			lastSyncs = syncs
-			d.rec.SetExposure(exposureOf(services.Services()))
-		}
-	}
-}
-
 // QueuedUpdate and NodeUpdated make DataPath an observe.Observer; only SyncDone matters.
 func (d *DataPath) QueuedUpdate()        {}
 func (d *DataPath) NodeUpdated(*v1.Node) {}
 
-// SyncDone updates the host rules and routes right after each successful proxier sync, so that
-// they follow the flows without waiting for the next poll.
+// SyncDone is the one path by which the proxier's exposure reaches the host: right after each
+// successful sync the routes, nftables rules and LB IP announcements follow the flows.
 func (d *DataPath) SyncDone(res observe.SyncResult) {
 	if res.Err != nil {
 		return
 	}
 	d.exposeMu.Lock()
-	rec, services := d.rec, d.services
+	services := d.services
 	d.exposeMu.Unlock()
-	if rec != nil && services != nil {
-		rec.SetExposure(exposureOf(services.Services()))
+	if services != nil {
+		d.pushExposure(exposureOf(services.Services()))
 	}
+}
+
+// pushExposure hands what the proxier installed to the reconciler and the announcer. Only what a
+// sync installed counts: before the first one nothing is pushed, and the rules a previous agent
+// left for live traffic stay.
+func (d *DataPath) pushExposure(e nodenet.Exposure) {
+	d.exposeMu.Lock()
+	rec := d.rec
+	d.exposure = e
+	d.exposeMu.Unlock()
+	if rec != nil {
+		rec.SetExposure(e)
+	}
+	select {
+	case d.announceKick <- struct{}{}:
+	default:
+	}
+}
+
+// exposedIPs returns the LB IPs and ExternalIPs the proxier last installed.
+func (d *DataPath) exposedIPs() []netip.Addr {
+	d.exposeMu.Lock()
+	defer d.exposeMu.Unlock()
+	return d.exposure.IPs
 }
 
 // nodePodCIDRs returns a Node's podCIDRs (spec.podCIDRs, else spec.podCIDR).
@@ -392,9 +392,9 @@ func setupDataPath(ctx context.Context, cfg *config.AgentConfig, db server.OVSPo
 }
 
 // startDataPath starts c's node data path, if any, with the proxier as its Service source.
-func startDataPath(ctx context.Context, c *Components, client kubernetes.Interface) error {
+func startDataPath(ctx context.Context, c *Components, factory informers.SharedInformerFactory) error {
 	if c.DataPath == nil {
 		return nil
 	}
-	return c.DataPath.Start(ctx, client, c.Proxier)
+	return c.DataPath.Start(ctx, factory, c.Proxier)
 }

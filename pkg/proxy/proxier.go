@@ -7,8 +7,6 @@ import (
 	"time"
 
 	v1 "k8s.io/api/core/v1"
-	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/apimachinery/pkg/fields"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/apimachinery/pkg/util/sets"
 	"k8s.io/client-go/informers"
@@ -123,7 +121,13 @@ func (p *Proxier) OnNodeUpdate(node *v1.Node) {
 
 // Run starts informers on client, waits for their caches, then syncs until ctx is done.
 func (p *Proxier) Run(ctx context.Context, client kubernetes.Interface) error {
-	factory := informers.NewSharedInformerFactory(client, 0)
+	return p.RunWithInformers(ctx, informers.NewSharedInformerFactory(client, 0))
+}
+
+// RunWithInformers adds the proxier's handlers to factory's Service, EndpointSlice and Node
+// informers (the binary's one shared factory), starts them, waits for their caches, then syncs
+// until ctx is done. Only this Node's events reach the proxier.
+func (p *Proxier) RunWithInformers(ctx context.Context, factory informers.SharedInformerFactory) error {
 	svcInf := factory.Core().V1().Services().Informer()
 	sliceInf := factory.Discovery().V1().EndpointSlices().Informer()
 	if _, err := svcInf.AddEventHandler(p.track.ServiceHandler()); err != nil {
@@ -132,13 +136,9 @@ func (p *Proxier) Run(ctx context.Context, client kubernetes.Interface) error {
 	if _, err := sliceInf.AddEventHandler(p.track.EndpointSliceHandler()); err != nil {
 		return fmt.Errorf("adding EndpointSlice handler: %w", err)
 	}
-	nodeFactory := informers.NewSharedInformerFactoryWithOptions(client, 0,
-		informers.WithTweakListOptions(func(o *metav1.ListOptions) {
-			o.FieldSelector = fields.OneTermEqualSelector("metadata.name", p.opts.NodeName).String()
-		}))
-	nodeInf := nodeFactory.Core().V1().Nodes().Informer()
+	nodeInf := factory.Core().V1().Nodes().Informer()
 	nodeHandler := func(obj any) {
-		if n, ok := obj.(*v1.Node); ok {
+		if n, ok := obj.(*v1.Node); ok && n.Name == p.opts.NodeName {
 			p.OnNodeUpdate(n)
 		}
 	}
@@ -149,7 +149,6 @@ func (p *Proxier) Run(ctx context.Context, client kubernetes.Interface) error {
 		return fmt.Errorf("adding Node handler: %w", err)
 	}
 	factory.Start(ctx.Done())
-	nodeFactory.Start(ctx.Done())
 	klog.InfoS("Waiting for Service, EndpointSlice and Node caches to sync")
 	if !cache.WaitForCacheSync(ctx.Done(), svcInf.HasSynced, sliceInf.HasSynced, nodeInf.HasSynced) {
 		return fmt.Errorf("caches did not sync: %w", ctx.Err())

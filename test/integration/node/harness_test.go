@@ -18,7 +18,7 @@ import (
 	discovery "k8s.io/api/discovery/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/util/intstr"
-	"k8s.io/client-go/kubernetes"
+	"k8s.io/client-go/informers"
 	"k8s.io/client-go/kubernetes/fake"
 
 	"github.com/antrea-proxy/antrea-proxy/pkg/agent"
@@ -177,24 +177,26 @@ func (n *node) start() {
 		t.Fatal(err)
 	}
 	dp, err := agent.NewDataPath(ctx, agent.DataPathOptions{Config: n.cfg, HostNetNS: "/var/run/netns/" + n.ovs.NetNS,
-		OVSDB: n.db, Bridge: n.of, Round: round, ServicePollInterval: 100 * time.Millisecond})
+		OVSDB: n.db, Bridge: n.of, Round: round})
 	if err != nil {
 		cancel()
 		t.Fatal(err)
 	}
 	opts := proxy.Options{NodeName: n.name, ProxyLoadBalancerIPs: true, MinSyncInterval: 100 * time.Millisecond, FullSyncPeriod: time.Minute, Round: round}
 	dp.ProxyOptions(&opts)
+	opts.Observer = dp // as agent.Setup does: host rules follow each sync
 	px, err := proxy.New(opts, n.of)
 	if err != nil {
 		cancel()
 		t.Fatal(err)
 	}
-	if err := dp.Start(ctx, n.w.cs, px); err != nil {
+	factory := informers.NewSharedInformerFactory(n.w.cs, 0)
+	if err := dp.Start(ctx, factory, px); err != nil {
 		cancel()
 		t.Fatalf("%s: starting the data path: %v", n.name, err)
 	}
 	done := make(chan error, 1)
-	go func() { done <- px.Run(ctx, kubernetes.Interface(n.w.cs)) }()
+	go func() { done <- px.RunWithInformers(ctx, factory) }()
 	n.dp, n.px = dp, px
 	n.stopFn = func() {
 		cancel()

@@ -20,6 +20,7 @@ import (
 	"github.com/antrea-proxy/antrea-proxy/pkg/nodenet"
 	"github.com/antrea-proxy/antrea-proxy/pkg/ovs/openflow"
 	"github.com/antrea-proxy/antrea-proxy/pkg/proxy"
+	"github.com/antrea-proxy/antrea-proxy/pkg/proxy/model"
 	"github.com/antrea-proxy/antrea-proxy/pkg/proxy/observe"
 )
 
@@ -166,7 +167,7 @@ func (d *DataPath) Start(ctx context.Context, factory informers.SharedInformerFa
 		return err
 	}
 	recMu.Lock()
-	d.podCIDRs = nodePodCIDRs(local)
+	d.podCIDRs = model.NodePodCIDRs(local)
 	recMu.Unlock()
 	if err := d.setupGateway(ctx); err != nil {
 		return err
@@ -229,7 +230,7 @@ func (d *DataPath) onNode(mu *sync.Mutex, obj any) {
 		d.rec.SetNode(nodeInfo(n))
 	}
 	if n.Name == d.cfg.NodeName && d.podCIDRs != nil {
-		if got := nodePodCIDRs(n); !equalPrefixes(got, d.podCIDRs) {
+		if got := model.NodePodCIDRs(n); !equalPrefixes(got, d.podCIDRs) {
 			klog.InfoS("The Node's podCIDRs changed; restart the agent to use them", "node", n.Name, "podCIDRs", got, "inUse", d.podCIDRs)
 		}
 	}
@@ -262,8 +263,8 @@ func (d *DataPath) waitForPodCIDRs(ctx context.Context, get func(string) (*v1.No
 	logged := false
 	for {
 		n, err := get(d.cfg.NodeName)
-		if err == nil && len(nodePodCIDRs(n)) > 0 {
-			klog.InfoS("Node podCIDRs", "node", n.Name, "podCIDRs", nodePodCIDRs(n))
+		if err == nil && len(model.NodePodCIDRs(n)) > 0 {
+			klog.InfoS("Node podCIDRs", "node", n.Name, "podCIDRs", model.NodePodCIDRs(n))
 			return n, nil
 		}
 		if !logged {
@@ -320,23 +321,8 @@ func (d *DataPath) exposedIPs() []netip.Addr {
 	return d.exposure.IPs
 }
 
-// nodePodCIDRs returns a Node's podCIDRs (spec.podCIDRs, else spec.podCIDR).
-func nodePodCIDRs(n *v1.Node) []netip.Prefix {
-	list := n.Spec.PodCIDRs
-	if len(list) == 0 && n.Spec.PodCIDR != "" {
-		list = []string{n.Spec.PodCIDR}
-	}
-	var out []netip.Prefix
-	for _, s := range list {
-		if p, err := netip.ParsePrefix(s); err == nil {
-			out = append(out, p.Masked())
-		}
-	}
-	return out
-}
-
 func nodeInfo(n *v1.Node) nodenet.NodeInfo {
-	info := nodenet.NodeInfo{Name: n.Name, PodCIDRs: nodePodCIDRs(n)}
+	info := nodenet.NodeInfo{Name: n.Name, PodCIDRs: model.NodePodCIDRs(n)}
 	for _, a := range n.Status.Addresses {
 		ip, err := netip.ParseAddr(a.Address)
 		if err != nil {
@@ -353,14 +339,8 @@ func nodeInfo(n *v1.Node) nodenet.NodeInfo {
 }
 
 func families(prefixes []netip.Prefix) (ipv4, ipv6 bool) {
-	for _, p := range prefixes {
-		if p.Addr().Is4() {
-			ipv4 = true
-		} else {
-			ipv6 = true
-		}
-	}
-	return ipv4, ipv6
+	f := model.FamiliesOf(prefixes)
+	return f.IPv4, f.IPv6
 }
 
 func equalPrefixes(a, b []netip.Prefix) bool {

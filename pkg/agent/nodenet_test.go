@@ -11,6 +11,7 @@ import (
 
 	"github.com/antrea-proxy/antrea-proxy/pkg/nodenet"
 	"github.com/antrea-proxy/antrea-proxy/pkg/proxy"
+	"github.com/antrea-proxy/antrea-proxy/pkg/proxy/model"
 )
 
 type fakeRounds struct {
@@ -43,15 +44,15 @@ func TestNodeInfo(t *testing.T) {
 		PodCIDRs:    []netip.Prefix{netip.MustParsePrefix("10.20.0.0/24"), netip.MustParsePrefix("fd00:20::/64")},
 		InternalIPs: []netip.Addr{netip.MustParseAddr("192.168.50.1")},
 		ExternalIPs: []netip.Addr{netip.MustParseAddr("203.0.113.1")}}, nodeInfo(n))
-	ipv4, ipv6 := families(nodePodCIDRs(n))
+	ipv4, ipv6 := families(model.NodePodCIDRs(n))
 	require.True(t, ipv4)
 	require.True(t, ipv6)
 
 	// spec.podCIDR alone (older clusters).
 	n.Spec.PodCIDRs = nil
-	require.Equal(t, []netip.Prefix{netip.MustParsePrefix("10.20.0.0/24")}, nodePodCIDRs(n))
+	require.Equal(t, []netip.Prefix{netip.MustParsePrefix("10.20.0.0/24")}, model.NodePodCIDRs(n))
 	n.Spec.PodCIDR = ""
-	require.Empty(t, nodePodCIDRs(n))
+	require.Empty(t, model.NodePodCIDRs(n))
 }
 
 func TestProxyOptionsUseServiceVirtualIPs(t *testing.T) {

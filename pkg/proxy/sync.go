@@ -43,16 +43,7 @@ func (p *Proxier) families() model.Families {
 	}
 	var f model.Families
 	if p.syncNode != nil {
-		cidrs := p.syncNode.Spec.PodCIDRs
-		if len(cidrs) == 0 && p.syncNode.Spec.PodCIDR != "" {
-			cidrs = []string{p.syncNode.Spec.PodCIDR}
-		}
-		for _, c := range cidrs {
-			if pr, err := netip.ParsePrefix(c); err == nil {
-				f.IPv4 = f.IPv4 || pr.Addr().Is4()
-				f.IPv6 = f.IPv6 || pr.Addr().Is6()
-			}
-		}
+		f = model.FamiliesOf(model.NodePodCIDRs(p.syncNode))
 		if !f.IPv4 && !f.IPv6 {
 			for _, a := range p.syncNode.Status.Addresses {
 				if a.Type != v1.NodeInternalIP {

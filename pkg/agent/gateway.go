@@ -61,12 +61,7 @@ type gatewayFlowSet struct {
 func (s *gatewayFlowSet) install(ctx context.Context, bridge openflow.Bridge, flows []openflow.Flow) error {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	ops := []openflow.Op{{Kind: openflow.DeleteFlows, Flow: &openflow.Flow{
-		Cookie: pipeline.GatewayCookie(0), CookieMask: pipeline.CategoryMask}}}
-	for i := range flows {
-		ops = append(ops, openflow.Op{Kind: openflow.AddFlow, Flow: &flows[i]})
-	}
-	if err := bridge.Apply(ctx, ops); err != nil {
+	if err := bridge.Apply(ctx, pipeline.ReplaceCategory(pipeline.CategoryGateway, flows)); err != nil {
 		return fmt.Errorf("installing gateway flows: %w", err)
 	}
 	s.installed = len(flows)

@@ -80,14 +80,11 @@ func (s *Server) Replay(ctx context.Context) error {
 
 // replayLocked is Replay with s.mu held.
 func (s *Server) replayLocked(ctx context.Context) error {
-	ops := make([]openflow.Op, 0, 1+s.flows.total)
-	ops = append(ops, openflow.Op{Kind: openflow.DeleteFlows, Flow: &openflow.Flow{
-		Cookie: pipeline.Cookie(0, pipeline.CategoryPod, 0), CookieMask: pipeline.CategoryMask}})
+	sets := make([][]openflow.Flow, 0, len(s.flows.byPort))
 	for _, flows := range s.flows.byPort {
-		for i := range flows {
-			ops = append(ops, openflow.Op{Kind: openflow.AddFlow, Flow: &flows[i]})
-		}
+		sets = append(sets, flows)
 	}
+	ops := pipeline.ReplaceCategory(pipeline.CategoryPod, sets...)
 	s.flows.gen++
 	if err := s.bridge.Apply(ctx, ops); err != nil {
 		return fmt.Errorf("replaying the flows of %d pods: %w", len(s.flows.byPort), err)

@@ -13,9 +13,10 @@ import (
 // exposureOf derives the exposure from the proxier's installed Services: the NodePort of every
 // port, its ExternalIPs, and the LoadBalancer ingress IPs the proxier decided to program
 // (Decision.Program; an ingress with ipMode=Proxy or with proxyLoadBalancerIPs=false is left
-// to normal routing). Only addresses of the port status's family count. The result is sorted
-// and free of duplicates.
-func exposureOf(services []proxy.ServiceStatus) nodenet.Exposure {
+// to normal routing). Only addresses of the port status's family count. The NodePorts and IPs
+// are sorted and free of duplicates; nodePortAddrs, the addresses the proxier's flows serve
+// NodePorts on (Proxier.NodePortAddresses), are passed through as they are.
+func exposureOf(services []proxy.ServiceStatus, nodePortAddrs []netip.Addr) nodenet.Exposure {
 	ports := map[nodenet.PortProto]bool{}
 	ips := map[netip.Addr]bool{}
 	for _, s := range services {
@@ -36,7 +37,7 @@ func exposureOf(services []proxy.ServiceStatus) nodenet.Exposure {
 			}
 		}
 	}
-	var e nodenet.Exposure
+	e := nodenet.Exposure{NodePortAddresses: slices.Clone(nodePortAddrs)}
 	for p := range ports {
 		e.NodePorts = append(e.NodePorts, p)
 	}

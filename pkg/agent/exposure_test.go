@@ -31,9 +31,17 @@ func TestExposureOf(t *testing.T) {
 		}},
 		{Name: types.NamespacedName{Namespace: "default", Name: "plain"}, Ports: []proxy.PortStatus{lbPort("plain", 0, false, nil)}},
 	}
-	want := nodenet.Exposure{NodePorts: []nodenet.PortProto{{Protocol: "tcp", Port: 30080}}, IPs: []netip.Addr{a("172.18.0.100"), a("192.0.2.7"), a("fd00:18::1")}}
-	got := exposureOf(svcs)
-	require.Empty(t, cmp.Diff(want, got))
+	npAddrs := []netip.Addr{a("192.168.50.11"), a("192.168.50.1")} // the proxier's, in its order
+	want := nodenet.Exposure{NodePorts: []nodenet.PortProto{{Protocol: "tcp", Port: 30080}},
+		NodePortAddresses: []netip.Addr{a("192.168.50.11"), a("192.168.50.1")},
+		IPs:               []netip.Addr{a("172.18.0.100"), a("192.0.2.7"), a("fd00:18::1")}}
+	got := exposureOf(svcs, npAddrs)
+	require.Empty(t, cmp.Diff(want, got, cmp.Comparer(func(x, y netip.Addr) bool { return x == y })))
 	require.True(t, got.Equal(want))
 	require.False(t, got.Equal(nodenet.Exposure{}))
+	npAddrs[0] = a("192.168.50.99")
+	require.True(t, got.Equal(want), "the exposure keeps its own copy of the addresses")
+	other := want
+	other.NodePortAddresses = want.NodePortAddresses[:1]
+	require.False(t, got.Equal(other), "the NodePort addresses are part of the exposure")
 }

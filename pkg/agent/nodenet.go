@@ -29,9 +29,11 @@ import (
 var virtualMAC = net.HardwareAddr{0xaa, 0xbb, 0xcc, 0xdd, 0xee, 0xff}
 
 // ServiceSource is the proxier as the node data path sees it: its installed Services say which
-// NodePorts, LoadBalancer IPs and ExternalIPs the host must send into OVS.
+// NodePorts, LoadBalancer IPs and ExternalIPs the host must send into OVS, and
+// NodePortAddresses on which node addresses its flows serve the NodePorts.
 type ServiceSource interface {
 	Services() []proxy.ServiceStatus
+	NodePortAddresses() []netip.Addr
 	SyncState() (last time.Time, err error, syncs int)
 }
 
@@ -177,14 +179,10 @@ func (d *DataPath) Start(ctx context.Context, factory informers.SharedInformerFa
 		return err
 	}
 	ipv4, ipv6 := families(d.podCIDRs)
-	nodePortPrefixes, err := d.cfg.AntreaProxy.NodePortPrefixes()
-	if err != nil {
-		return err
-	}
 	rec := nodenet.NewReconciler(nodenet.Config{
 		Host: d.host, LocalNode: d.cfg.NodeName, Gateway: d.gw.Name, IPv4: ipv4, IPv6: ipv6,
 		ClusterCIDRs: d.cfg.NodeNetwork.ClusterPrefixes(), ProxyAll: d.cfg.AntreaProxy.ProxyAll,
-		NodePortAddresses: nodePortPrefixes, NodePortVirtualIPs: d.nodePortVIPs, ServiceVirtualIPs: d.serviceVIPs,
+		NodePortVirtualIPs: d.nodePortVIPs, ServiceVirtualIPs: d.serviceVIPs,
 		VirtualMAC: virtualMAC,
 	}, nft)
 	nodes, err := nodeInf.Lister().List(labels.Everything())
@@ -204,7 +202,7 @@ func (d *DataPath) Start(ctx context.Context, factory informers.SharedInformerFa
 		rec.SetExposure(nodenet.Exposure{}) // no proxier: nothing to expose
 	default:
 		if _, _, syncs := services.SyncState(); syncs > 0 {
-			d.pushExposure(exposureOf(services.Services()))
+			d.pushExposure(exposureOf(services.Services(), services.NodePortAddresses()))
 		}
 	}
 	// The first sync runs here so that routes and rules exist when Start returns; failures are
@@ -293,7 +291,7 @@ func (d *DataPath) SyncDone(res observe.SyncResult) {
 	services := d.services
 	d.exposeMu.Unlock()
 	if services != nil {
-		d.pushExposure(exposureOf(services.Services()))
+		d.pushExposure(exposureOf(services.Services(), services.NodePortAddresses()))
 	}
 }
 
@@ -324,15 +322,11 @@ func (d *DataPath) exposedIPs() []netip.Addr {
 func nodeInfo(n *v1.Node) nodenet.NodeInfo {
 	info := nodenet.NodeInfo{Name: n.Name, PodCIDRs: model.NodePodCIDRs(n)}
 	for _, a := range n.Status.Addresses {
-		ip, err := netip.ParseAddr(a.Address)
-		if err != nil {
+		if a.Type != v1.NodeInternalIP {
 			continue
 		}
-		switch a.Type {
-		case v1.NodeInternalIP:
+		if ip, err := netip.ParseAddr(a.Address); err == nil {
 			info.InternalIPs = append(info.InternalIPs, ip.Unmap())
-		case v1.NodeExternalIP:
-			info.ExternalIPs = append(info.ExternalIPs, ip.Unmap())
 		}
 	}
 	return info

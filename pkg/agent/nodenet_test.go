@@ -42,8 +42,7 @@ func TestNodeInfo(t *testing.T) {
 		}}}
 	require.Equal(t, nodenet.NodeInfo{Name: "n1",
 		PodCIDRs:    []netip.Prefix{netip.MustParsePrefix("10.20.0.0/24"), netip.MustParsePrefix("fd00:20::/64")},
-		InternalIPs: []netip.Addr{netip.MustParseAddr("192.168.50.1")},
-		ExternalIPs: []netip.Addr{netip.MustParseAddr("203.0.113.1")}}, nodeInfo(n))
+		InternalIPs: []netip.Addr{netip.MustParseAddr("192.168.50.1")}}, nodeInfo(n))
 	ipv4, ipv6 := families(model.NodePodCIDRs(n))
 	require.True(t, ipv4)
 	require.True(t, ipv6)

@@ -70,13 +70,15 @@ func TestBuildNFT(t *testing.T) {
 
 func TestReconcilerDesired(t *testing.T) {
 	r := NewReconciler(Config{LocalNode: "n1", Gateway: "antrea-gw0", IPv4: true, ProxyAll: true,
-		ClusterCIDRs: []netip.Prefix{p("10.20.0.0/16")}, NodePortVirtualIPs: npVIP, ServiceVirtualIPs: svVIP, VirtualMAC: vMAC,
-		NodePortAddresses: []netip.Prefix{p("192.168.50.0/24")}}, nil)
+		ClusterCIDRs: []netip.Prefix{p("10.20.0.0/16")}, NodePortVirtualIPs: npVIP, ServiceVirtualIPs: svVIP, VirtualMAC: vMAC}, nil)
 	r.SetNode(NodeInfo{Name: "n1", PodCIDRs: []netip.Prefix{p("10.20.0.0/24"), p("fd00:20::/64")},
-		InternalIPs: []netip.Addr{a("192.168.50.1"), a("10.99.0.1")}, ExternalIPs: []netip.Addr{a("192.168.50.11")}})
+		InternalIPs: []netip.Addr{a("192.168.50.1"), a("10.99.0.1")}})
 	r.SetNode(NodeInfo{Name: "n2", PodCIDRs: []netip.Prefix{p("10.20.1.0/24")}, InternalIPs: []netip.Addr{a("192.168.50.2")}})
 	r.SetNode(NodeInfo{Name: "n3", PodCIDRs: []netip.Prefix{p("10.20.2.0/24")}}) // no InternalIP: no route
-	r.SetExposure(Exposure{NodePorts: []PortProto{{"tcp", 30080}}, IPs: []netip.Addr{a("172.18.0.100")}})
+	// The NodePort addresses are the proxier's (model.NodePortAddresses: 10.99.0.1 is outside
+	// nodePortAddresses, so it is not among them); the host drops only an unrouted family.
+	r.SetExposure(Exposure{NodePorts: []PortProto{{"tcp", 30080}},
+		NodePortAddresses: []netip.Addr{a("192.168.50.1"), a("192.168.50.11"), a("fd00:50::1")}, IPs: []netip.Addr{a("172.18.0.100")}})
 	d := r.Desired()
 	gw := "antrea-gw0"
 	require.Empty(t, cmp.Diff([]Route{
@@ -91,7 +93,12 @@ func TestReconcilerDesired(t *testing.T) {
 		SNATVirtualIPs:     svVIP[:1],
 		NodePortVirtualIPs: npVIP[:1],
 		NodePorts:          []NodePort{{a("192.168.50.1"), "tcp", 30080}, {a("192.168.50.11"), "tcp", 30080}},
-	}, d.NFT, "10.99.0.1 is outside nodePortAddresses; IPv6 is not routed")
+	}, d.NFT, "the proxier's addresses, without IPv6 (not routed)")
+
+	// A family without a NodePort virtual IP gets no NodePort rules, even when routed.
+	r.cfg.IPv6, r.cfg.NodePortVirtualIPs = true, npVIP[:1]
+	require.Equal(t, []NodePort{{a("192.168.50.1"), "tcp", 30080}, {a("192.168.50.11"), "tcp", 30080}}, r.Desired().NFT.NodePorts)
+	r.cfg.IPv6, r.cfg.NodePortVirtualIPs = false, npVIP
 
 	// A deleted Node loses its route; without proxyAll nothing is sent into OVS.
 	r.DeleteNode("n2")

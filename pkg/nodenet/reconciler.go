@@ -20,8 +20,6 @@ type NodeInfo struct {
 	PodCIDRs []netip.Prefix
 	// InternalIPs are the Node's InternalIP addresses: next hops to its podCIDRs.
 	InternalIPs []netip.Addr
-	// ExternalIPs are its ExternalIP addresses (they serve NodePorts too).
-	ExternalIPs []netip.Addr
 }
 
 // Config configures a Reconciler.
@@ -38,9 +36,6 @@ type Config struct {
 	// ProxyAll sends NodePort traffic and traffic to programmed LoadBalancer IPs and
 	// ExternalIPs from outside the node into OVS.
 	ProxyAll bool
-	// NodePortAddresses restricts NodePorts to node addresses within these prefixes; empty is
-	// every InternalIP and ExternalIP of the Node.
-	NodePortAddresses []netip.Prefix
 	// NodePortVirtualIPs are the DNAT targets of NodePort traffic (one per family).
 	NodePortVirtualIPs []netip.Addr
 	// ServiceVirtualIPs are, per family, the SNAT source OVS gives external Service
@@ -120,8 +115,7 @@ func (r *Reconciler) SetExposure(e Exposure) {
 }
 
 func nodeInfoEqual(a, b NodeInfo) bool {
-	return a.Name == b.Name && slices.Equal(a.PodCIDRs, b.PodCIDRs) && slices.Equal(a.InternalIPs, b.InternalIPs) &&
-		slices.Equal(a.ExternalIPs, b.ExternalIPs)
+	return a.Name == b.Name && slices.Equal(a.PodCIDRs, b.PodCIDRs) && slices.Equal(a.InternalIPs, b.InternalIPs)
 }
 
 func (r *Reconciler) serves(a netip.Addr) bool {
@@ -196,9 +190,10 @@ func (r *Reconciler) Desired() Desired {
 	for _, ip := range exp.IPs {
 		intoOVS(ip)
 	}
-	local := nodes[c.LocalNode]
-	for _, a := range append(slices.Clone(local.InternalIPs), local.ExternalIPs...) {
-		if _, ok := virtualFor(d.NFT.NodePortVirtualIPs, a); !ok || !r.serves(a) || !within(a, c.NodePortAddresses) {
+	// The addresses are the proxier's (Exposure.NodePortAddresses); only the host's own
+	// conditions apply here: a served family with a NodePort virtual IP to DNAT to.
+	for _, a := range exp.NodePortAddresses {
+		if _, ok := virtualFor(d.NFT.NodePortVirtualIPs, a); !ok || !r.serves(a) {
 			continue
 		}
 		for _, np := range exp.NodePorts {
@@ -206,18 +201,6 @@ func (r *Reconciler) Desired() Desired {
 		}
 	}
 	return d
-}
-
-func within(a netip.Addr, prefixes []netip.Prefix) bool {
-	if len(prefixes) == 0 {
-		return true
-	}
-	for _, p := range prefixes {
-		if p.Contains(a) {
-			return true
-		}
-	}
-	return false
 }
 
 // Sync applies the desired state once.

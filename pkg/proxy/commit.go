@@ -38,6 +38,9 @@ func (p *Proxier) commit(in *syncInput, pl *plan, rejected map[types.NamespacedN
 	if in.first {
 		p.stale, p.staleCurrent, p.staleGroups = nil, nil, nil
 	}
+	if in.setBase {
+		p.nodePortAddrs = in.nodePortAddrs
+	}
 	if p.nodeGen == in.nodeGen {
 		p.baseDirty = false
 	}

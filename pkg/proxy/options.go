@@ -6,7 +6,6 @@ import (
 	"net/netip"
 	"time"
 
-	v1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/utils/clock"
 
@@ -80,38 +79,4 @@ func (o *Options) validate() error {
 		errs = append(errs, fmt.Errorf("proxy: FullSyncPeriod %v is shorter than MinSyncInterval %v", o.FullSyncPeriod, o.MinSyncInterval))
 	}
 	return errors.Join(errs...)
-}
-
-// nodePortAddresses returns the node's addresses that serve NodePorts.
-func nodePortAddresses(node *v1.Node, within []netip.Prefix, fam model.Families) []netip.Addr {
-	if node == nil {
-		return nil
-	}
-	seen := map[netip.Addr]bool{}
-	var out []netip.Addr
-	for _, a := range node.Status.Addresses {
-		if a.Type != v1.NodeInternalIP && a.Type != v1.NodeExternalIP {
-			continue
-		}
-		ip, err := netip.ParseAddr(a.Address)
-		if err != nil || seen[ip.Unmap()] || !fam.Serves(ip.Unmap()) {
-			continue
-		}
-		ip = ip.Unmap()
-		if len(within) > 0 && !containedIn(ip, within) {
-			continue
-		}
-		seen[ip] = true
-		out = append(out, ip)
-	}
-	return out
-}
-
-func containedIn(ip netip.Addr, prefixes []netip.Prefix) bool {
-	for _, p := range prefixes {
-		if p.Contains(ip) {
-			return true
-		}
-	}
-	return false
 }

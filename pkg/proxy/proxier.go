@@ -3,6 +3,7 @@ package proxy
 import (
 	"context"
 	"fmt"
+	"net/netip"
 	"sync"
 	"time"
 
@@ -64,9 +65,11 @@ type Proxier struct {
 	problems  map[types.NamespacedName]*ServiceProblem
 	// applySeq is odd while a bundle is being applied and not yet committed (Verify).
 	applySeq uint64
-	lastSync time.Time // when the last successful sync finished
-	syncErr  error
-	syncs    int
+	// nodePortAddrs are the NodePort addresses of the committed base flows (NodePortAddresses).
+	nodePortAddrs []netip.Addr
+	lastSync      time.Time // when the last successful sync finished
+	syncErr       error
+	syncs         int
 }
 
 // New returns a Proxier that installs through bridge, in round opts.Round.

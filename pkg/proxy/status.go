@@ -1,6 +1,8 @@
 package proxy
 
 import (
+	"net/netip"
+	"slices"
 	"strings"
 	"time"
 
@@ -114,6 +116,15 @@ func copyProblem(pr *ServiceProblem) *ServiceProblem {
 	}
 	c := *pr
 	return &c
+}
+
+// NodePortAddresses returns the node addresses on which the installed flows serve NodePorts
+// (model.NodePortAddresses of this Node, as of the last sync that committed the node-level
+// flows); nil before the first sync. The host side DNATs NodePorts on exactly these.
+func (p *Proxier) NodePortAddresses() []netip.Addr {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	return slices.Clone(p.nodePortAddrs)
 }
 
 // Round returns this run's flow round (Options.Round).

@@ -29,7 +29,7 @@ func (p *Proxier) nodeConfig() pipeline.NodeConfig {
 		GatewayOFPort:     p.opts.GatewayOFPort,
 		GatewayIPv4:       p.opts.GatewayIPv4,
 		GatewayIPv6:       p.opts.GatewayIPv6,
-		NodePortAddresses: nodePortAddresses(p.syncNode, p.opts.NodePortAddresses, p.families()),
+		NodePortAddresses: model.NodePortAddresses(p.syncNode, p.opts.NodePortAddresses, p.families()),
 		NodeName:          p.opts.NodeName,
 		Zone:              nodeZone(p.syncNode),
 	}
@@ -140,9 +140,11 @@ type syncInput struct {
 	first   bool
 	drained tracker.Drained
 	nodeGen uint64
-	// base is the node-level flows to set (setBase false: unchanged).
-	setBase bool
-	base    []of.Flow
+	// base is the node-level flows to set (setBase false: unchanged), nodePortAddrs the
+	// NodePort addresses they serve.
+	setBase       bool
+	base          []of.Flow
+	nodePortAddrs []netip.Addr
 	// names are the Services planned, sorted; computed their desired state (nil = gone).
 	names    []types.NamespacedName
 	computed map[types.NamespacedName][]desired
@@ -237,7 +239,8 @@ func (p *Proxier) gather(start time.Time, full bool) *syncInput {
 		}
 	}
 	if in.setBase {
-		in.base = pipeline.BaseFlows(p.nodeConfig())
+		n := p.nodeConfig()
+		in.base, in.nodePortAddrs = pipeline.BaseFlows(n), n.NodePortAddresses
 	}
 	in.computed = map[types.NamespacedName][]desired{}
 	for _, nn := range sortedNames(p.dirty) {

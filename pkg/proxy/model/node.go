@@ -34,3 +34,41 @@ func FamiliesOf(prefixes []netip.Prefix) Families {
 	}
 	return f
 }
+
+// NodePortAddresses returns the addresses of node that serve NodePorts: its InternalIPs and
+// ExternalIPs in status order, unmapped, without duplicates, of a family fam serves and, when
+// within is not empty, inside one of its prefixes (antreaProxy.nodePortAddresses). The proxier
+// programs these (pipeline.NodeConfig.NodePortAddresses) and reports them to the host side: this
+// is the one place they are chosen.
+func NodePortAddresses(node *v1.Node, within []netip.Prefix, fam Families) []netip.Addr {
+	if node == nil {
+		return nil
+	}
+	seen := map[netip.Addr]bool{}
+	var out []netip.Addr
+	for _, a := range node.Status.Addresses {
+		if a.Type != v1.NodeInternalIP && a.Type != v1.NodeExternalIP {
+			continue
+		}
+		ip, err := netip.ParseAddr(a.Address)
+		if err != nil {
+			continue
+		}
+		ip = ip.Unmap()
+		if seen[ip] || !fam.Serves(ip) || (len(within) > 0 && !containedIn(ip, within)) {
+			continue
+		}
+		seen[ip] = true
+		out = append(out, ip)
+	}
+	return out
+}
+
+func containedIn(ip netip.Addr, prefixes []netip.Prefix) bool {
+	for _, p := range prefixes {
+		if p.Contains(ip) {
+			return true
+		}
+	}
+	return false
+}

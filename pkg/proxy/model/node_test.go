@@ -42,3 +42,53 @@ func TestNodePodCIDRs(t *testing.T) {
 		t.Error("nil Node: want no prefixes")
 	}
 }
+
+func TestNodePortAddresses(t *testing.T) {
+	node := &v1.Node{Status: v1.NodeStatus{Addresses: []v1.NodeAddress{
+		{Type: v1.NodeExternalIP, Address: "203.0.113.1"},
+		{Type: v1.NodeInternalIP, Address: "192.168.50.1"},
+		{Type: v1.NodeHostName, Address: "192.168.50.9"},
+		{Type: v1.NodeInternalIP, Address: "not-an-ip"},
+		{Type: v1.NodeInternalIP, Address: "::ffff:192.168.50.2"},
+		{Type: v1.NodeExternalIP, Address: "192.168.50.1"},
+		{Type: v1.NodeInternalIP, Address: "10.99.0.1"},
+		{Type: v1.NodeInternalIP, Address: "fd00:50::1"},
+	}}}
+	addrs := func(ss ...string) []netip.Addr {
+		var out []netip.Addr
+		for _, s := range ss {
+			out = append(out, netip.MustParseAddr(s))
+		}
+		return out
+	}
+	for _, tc := range []struct {
+		name   string
+		node   *v1.Node
+		within []string
+		fam    Families
+		want   []netip.Addr
+	}{
+		{"every InternalIP and ExternalIP, in status order, unmapped, once", node, nil, DualStack,
+			addrs("203.0.113.1", "192.168.50.1", "192.168.50.2", "10.99.0.1", "fd00:50::1")},
+		{"served families only", node, nil, Families{IPv6: true}, addrs("fd00:50::1")},
+		{"within nodePortAddresses", node, []string{"192.168.50.0/24", "fd00:50::/64"}, Families{IPv4: true},
+			addrs("192.168.50.1", "192.168.50.2")},
+		{"no Node", nil, nil, DualStack, nil},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			var within []netip.Prefix
+			for _, s := range tc.within {
+				within = append(within, netip.MustParsePrefix(s))
+			}
+			got := NodePortAddresses(tc.node, within, tc.fam)
+			if len(got) != len(tc.want) {
+				t.Fatalf("got %v, want %v", got, tc.want)
+			}
+			for i := range got {
+				if got[i] != tc.want[i] {
+					t.Fatalf("got %v, want %v", got, tc.want)
+				}
+			}
+		})
+	}
+}

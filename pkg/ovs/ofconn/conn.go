@@ -363,12 +363,14 @@ func (c *Conn) dispatch(msg []byte) {
 			klog.V(2).InfoS("Dropping malformed packet-in", "peer", c.addr, "err", err)
 			return
 		}
-		select {
-		case c.packetIns <- pi:
-			c.stats.packetIns.Add(1)
-		default:
+		// Count before queueing, so that a reader who took the packet-in sees it counted. The read
+		// loop is the only sender and the queue has room, so the send cannot block.
+		if len(c.packetIns) == cap(c.packetIns) {
 			c.stats.dropped.Add(1)
+			return
 		}
+		c.stats.packetIns.Add(1)
+		c.packetIns <- pi
 	}
 }
 

@@ -327,14 +327,24 @@ func (c *ControllerConfig) Defaults() {
 	}
 }
 
+// validateLoadBalancerClass checks that class is a valid spec.loadBalancerClass (a qualified
+// name prefixed with a domain), as both antrea-controller and antrea-agent require.
+func validateLoadBalancerClass(path, class string) error {
+	if msgs := validation.IsQualifiedName(class); len(msgs) > 0 {
+		return fieldErr(path, "%q is not a valid class: %s", class, strings.Join(msgs, "; "))
+	}
+	if !strings.Contains(class, "/") {
+		return fieldErr(path, "%q must be prefixed with a domain, e.g. %q", class, DefaultLoadBalancerClass)
+	}
+	return nil
+}
+
 // Validate checks c, which should already have its defaults, and reports
 // every problem at once (errors.Join of *FieldError), or nil.
 func (c *ControllerConfig) Validate() error {
 	var errs []error
-	if msgs := validation.IsQualifiedName(c.LoadBalancerClass); len(msgs) > 0 {
-		errs = append(errs, fieldErr("loadBalancerClass", "%q is not a valid class: %s", c.LoadBalancerClass, strings.Join(msgs, "; ")))
-	} else if !strings.Contains(c.LoadBalancerClass, "/") {
-		errs = append(errs, fieldErr("loadBalancerClass", "%q must be prefixed with a domain, e.g. %q", c.LoadBalancerClass, DefaultLoadBalancerClass))
+	if err := validateLoadBalancerClass("loadBalancerClass", c.LoadBalancerClass); err != nil {
+		errs = append(errs, err)
 	}
 	errs = append(errs, c.LeaderElection.validate("leaderElection")...)
 	if len(c.IPPools) == 0 {

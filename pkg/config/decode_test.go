@@ -65,6 +65,7 @@ antreaProxy:
 			FullSyncPeriod:       dur(time.Minute),
 			HealthzBindAddress:   DefaultHealthzBindAddress,
 			MetricsBindAddress:   DefaultMetricsBindAddress,
+			LoadBalancerClass:    DefaultLoadBalancerClass,
 		},
 	}
 	c, err := ParseWithEnv([]byte(in), fakeEnv("from-env", "host"))
@@ -289,6 +290,7 @@ func TestMarshalRoundTrip(t *testing.T) {
 				FullSyncPeriod:       dur(90 * time.Minute),
 				HealthzBindAddress:   DefaultHealthzBindAddress,
 				MetricsBindAddress:   DefaultMetricsBindAddress,
+				LoadBalancerClass:    DefaultLoadBalancerClass,
 			},
 		},
 	}
@@ -310,6 +312,7 @@ func TestMarshalOutput(t *testing.T) {
   enable: true
   fullSyncPeriod: 30s
   healthzBindAddress: 0.0.0.0:10256
+  loadBalancerClass: antrea-proxy.io/lb
   metricsBindAddress: 127.0.0.1:10249
   minSyncInterval: 1s
   nodePortAddresses: []

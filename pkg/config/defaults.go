@@ -53,6 +53,7 @@ func (c *AgentConfig) DefaultsFrom(env Env) {
 	setDuration(&p.FullSyncPeriod, DefaultFullSyncPeriod)
 	setString(&p.HealthzBindAddress, DefaultHealthzBindAddress)
 	setString(&p.MetricsBindAddress, DefaultMetricsBindAddress)
+	setString(&p.LoadBalancerClass, DefaultLoadBalancerClass)
 }
 
 func defaultNodeName(env Env) string {

@@ -25,6 +25,7 @@ func TestDefaults(t *testing.T) {
 			FullSyncPeriod:       dur(30 * time.Second),
 			HealthzBindAddress:   DefaultHealthzBindAddress,
 			MetricsBindAddress:   DefaultMetricsBindAddress,
+			LoadBalancerClass:    DefaultLoadBalancerClass,
 		},
 	}
 	c := &AgentConfig{}
@@ -53,6 +54,7 @@ func TestDefaultsKeepSetValues(t *testing.T) {
 			FullSyncPeriod:       dur(time.Minute),
 			HealthzBindAddress:   DefaultHealthzBindAddress,
 			MetricsBindAddress:   DefaultMetricsBindAddress,
+			LoadBalancerClass:    DefaultLoadBalancerClass,
 		},
 	}
 	c := *set

@@ -98,6 +98,11 @@ type AntreaProxyConfig struct {
 	// MetricsBindAddress is where Prometheus /metrics is served, host:port.
 	// Default "127.0.0.1:10249", kube-proxy's; "off" disables it.
 	MetricsBindAddress string `json:"metricsBindAddress"`
+	// LoadBalancerClass is the spec.loadBalancerClass antrea-controller serves (its own
+	// loadBalancerClass). The agent announces (answers ARP/NDP for) a LoadBalancer IP only for
+	// Services of this class or without a class, as the controller serves both. Default
+	// "antrea-proxy.io/lb".
+	LoadBalancerClass string `json:"loadBalancerClass"`
 }
 
 // Off disables a bind address.

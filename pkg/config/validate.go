@@ -105,6 +105,9 @@ func (p *AntreaProxyConfig) validate(path string) []error {
 			errs = append(errs, fieldErr(path+"."+a.key, "%q is neither \"off\" nor an IP:port", a.value))
 		}
 	}
+	if err := validateLoadBalancerClass(path+".loadBalancerClass", p.LoadBalancerClass); err != nil {
+		errs = append(errs, err)
+	}
 	return errs
 }
 

@@ -80,6 +80,10 @@ func TestValidateSingleErrors(t *testing.T) {
 			c.AntreaProxy.MinSyncInterval = dur(10 * time.Second)
 			c.AntreaProxy.FullSyncPeriod = dur(5 * time.Second)
 		}, "antreaProxy.fullSyncPeriod: 5s must be >= minSyncInterval (10s)"},
+		{"loadBalancerClass without domain", func(c *AgentConfig) { c.AntreaProxy.LoadBalancerClass = "lb" },
+			`antreaProxy.loadBalancerClass: "lb" must be prefixed with a domain`},
+		{"loadBalancerClass invalid", func(c *AgentConfig) { c.AntreaProxy.LoadBalancerClass = "a/b/c" },
+			`antreaProxy.loadBalancerClass: "a/b/c" is not a valid class`},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {

@@ -44,6 +44,7 @@ func defaultAgentConfig() *config.AgentConfig {
 			FullSyncPeriod:       config.Duration{Duration: 30 * time.Second},
 			HealthzBindAddress:   config.DefaultHealthzBindAddress,
 			MetricsBindAddress:   config.DefaultMetricsBindAddress,
+			LoadBalancerClass:    config.DefaultLoadBalancerClass,
 		},
 	}
 }
@@ -67,6 +68,8 @@ ovs:
   hostGateway: gw-test
 agent:
   apiPort: 10444
+controller:
+  loadBalancerClass: example.com/lb
 `
 
 // TestAgentConfParsesStrictly renders antrea-agent.conf and loads it with the agent's own strict
@@ -93,6 +96,7 @@ func TestAgentConfParsesStrictly(t *testing.T) {
 			FullSyncPeriod:       config.Duration{Duration: time.Minute},
 			HealthzBindAddress:   "0.0.0.0:10266",
 			MetricsBindAddress:   "off",
+			LoadBalancerClass:    config.DefaultLoadBalancerClass,
 		},
 	}
 	for _, tc := range []struct {

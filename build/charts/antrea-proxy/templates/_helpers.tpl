@@ -50,6 +50,8 @@ antreaProxy:
   fullSyncPeriod: {{ $p.fullSyncPeriod | quote }}
   healthzBindAddress: {{ $p.healthzBindAddress | quote }}
   metricsBindAddress: {{ $p.metricsBindAddress | quote }}
+  # The class antrea-controller serves: the agent announces only its Services' addresses.
+  loadBalancerClass: {{ .Values.controller.loadBalancerClass | quote }}
 {{- end -}}
 
 {{/*

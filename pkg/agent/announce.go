@@ -20,23 +20,75 @@ import (
 // the repeated gratuitous announcements.
 const announceInterval = 500 * time.Millisecond
 
-// announcedIPs returns, sorted, the LoadBalancer IPs this node must answer ARP/NDP for: those
-// antrea-controller assigned to node in a Service's antrea-proxy.io/announcing-node annotation
-// and that the proxier programs (so the host routes them into OVS). Proxy-mode addresses are
-// never in the annotation, nor programmed.
-func announcedIPs(node string, services []*v1.Service, programmed []netip.Addr) []netip.Addr {
+// lbServed describes the LoadBalancer Services antrea-controller serves, whose addresses this
+// node may announce: those of class Class, and those without a class when Classless.
+type lbServed struct {
+	Class     string
+	Classless bool
+}
+
+// served reports whether svc is a LoadBalancer Service antrea-controller serves.
+func (s lbServed) served(svc *v1.Service) bool {
+	if svc.Spec.Type != v1.ServiceTypeLoadBalancer {
+		return false
+	}
+	if c := svc.Spec.LoadBalancerClass; c != nil {
+		return *c == s.Class
+	}
+	return s.Classless
+}
+
+// vipIngressIPs returns the addresses of svc's status ingress whose ipMode is VIP or unset
+// (KEP-1860): those antrea-controller allocated from a VIP pool. Proxy-mode addresses belong to
+// an external proxy, which answers for them itself.
+func vipIngressIPs(svc *v1.Service) []netip.Addr {
+	var out []netip.Addr
+	for _, ing := range svc.Status.LoadBalancer.Ingress {
+		if ing.IPMode != nil && *ing.IPMode != v1.LoadBalancerIPModeVIP {
+			continue
+		}
+		if a, err := netip.ParseAddr(ing.IP); err == nil && a.Zone() == "" {
+			out = append(out, a.Unmap())
+		}
+	}
+	return out
+}
+
+// announcedIPs returns, sorted, the LoadBalancer IPs this node must answer ARP/NDP for. An
+// address is announced only when all of these hold for one Service:
+//   - the Service is of type LoadBalancer and served by antrea-controller (its class, or no
+//     class when the controller serves class-less Services);
+//   - the address is in its status.loadBalancer.ingress with ipMode VIP or unset: antrea-controller
+//     allocated it from a VIP pool (status is written through services/status, which users who
+//     can create Services usually cannot);
+//   - its antrea-proxy.io/announcing-node annotation assigns the address to node;
+//   - the proxier programs the address (so the host routes it into OVS).
+//
+// The annotation alone never makes an address announced, nor do spec.externalIPs (even equal
+// to an ingress IP of another Service): anyone who can create a Service could otherwise make
+// the node claim, by gratuitous ARP, an address such as the subnet's router.
+func announcedIPs(node string, scope lbServed, services []*v1.Service, programmed []netip.Addr) []netip.Addr {
 	var out []netip.Addr
 	for _, svc := range services {
 		v, ok := svc.Annotations[lbapi.AnnotationAnnouncingNode]
-		if !ok || svc.Spec.Type != v1.ServiceTypeLoadBalancer {
+		if !ok || !scope.served(svc) {
 			continue
 		}
 		as, err := lbapi.ParseAnnouncingNodes(v)
 		if err != nil {
 			klog.InfoS("Ignoring malformed entries of the announcing-node annotation", "service", klog.KObj(svc), "err", err)
 		}
+		allocated := vipIngressIPs(svc)
 		for _, a := range as {
-			if a.Node == node && slices.Contains(programmed, a.Addr) && !slices.Contains(out, a.Addr) {
+			if a.Node != node || slices.Contains(out, a.Addr) {
+				continue
+			}
+			if !slices.Contains(allocated, a.Addr) {
+				klog.V(4).InfoS("Not announcing an address the announcing-node annotation names outside the Service's VIP ingress",
+					"service", klog.KObj(svc), "ip", a.Addr)
+				continue
+			}
+			if slices.Contains(programmed, a.Addr) {
 				out = append(out, a.Addr)
 			}
 		}
@@ -74,7 +126,7 @@ func (d *DataPath) runAnnouncer(ctx context.Context, factory informers.SharedInf
 	for {
 		uplink := d.uplink(nodeInf.Lister().Get)
 		svcs, _ := svcInf.Lister().List(labels.Everything())
-		want := announcedIPs(d.cfg.NodeName, svcs, d.exposedIPs())
+		want := announcedIPs(d.cfg.NodeName, d.lbServed(), svcs, d.exposedIPs())
 		if err := ann.Sync(uplink, want); err != nil {
 			if err.Error() != lastErr {
 				klog.ErrorS(err, "Announcing LoadBalancer IPs failed; retrying", "uplink", uplink)
@@ -94,6 +146,12 @@ func (d *DataPath) runAnnouncer(ctx context.Context, factory informers.SharedInf
 		case <-t.C:
 		}
 	}
+}
+
+// lbServed returns the Services antrea-controller serves: those of antreaProxy.loadBalancerClass,
+// and those without a class, which the controller always serves (loadbalancer.Controller.handles).
+func (d *DataPath) lbServed() lbServed {
+	return lbServed{Class: d.cfg.AntreaProxy.LoadBalancerClass, Classless: true}
 }
 
 // uplink returns the host interface holding one of this Node's InternalIPs, "" if none.

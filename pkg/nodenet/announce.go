@@ -10,7 +10,8 @@ package nodenet
 // received on the uplink when forwarding is on for it, the route to the address leaves through
 // another interface (the gateway: nodenet routes programmed LoadBalancer IPs into OVS), and,
 // for IPv6, proxy_ndp is on. proxy_delay is set to 0 on the uplink so that the answer is not
-// delayed by up to 0.8 s.
+// delayed by up to 0.8 s; its previous value is restored when the Announcer stops (Withdraw) or
+// moves to another uplink.
 
 import (
 	"errors"
@@ -20,6 +21,7 @@ import (
 	"net/netip"
 	"os"
 	"slices"
+	"strings"
 
 	"k8s.io/klog/v2"
 )
@@ -31,7 +33,9 @@ const DefaultGratuitousRepeats = 3
 // AnnounceOps is what the Announcer needs from the host; HostAnnounceOps is the real one.
 type AnnounceOps interface {
 	// PrepareUplink makes the host answer for proxy neighbours on dev (sysctls) for the family.
-	PrepareUplink(dev string, ipv6 bool) error
+	// restore, when not nil, undoes what must not outlive the announcements (proxy_delay); it
+	// may be returned with an error, when part of the preparation was done.
+	PrepareUplink(dev string, ipv6 bool) (restore func() error, err error)
 	// AddProxyNeighbor makes the host answer ARP/NDP for ip on dev; idempotent.
 	AddProxyNeighbor(dev string, ip netip.Addr) error
 	// DeleteProxyNeighbor undoes AddProxyNeighbor; an entry that is not there is not an error.
@@ -51,6 +55,8 @@ type Announcer struct {
 	// pending counts the gratuitous announcements still to send per address.
 	pending  map[netip.Addr]int
 	prepared map[bool]bool // per family (true = IPv6) on uplink
+	// restore undoes PrepareUplink on uplink, per family.
+	restore map[bool]func() error
 }
 
 // NewAnnouncer returns an Announcer over ops sending repeats announcements per new address
@@ -60,7 +66,7 @@ func NewAnnouncer(ops AnnounceOps, repeats int) *Announcer {
 		repeats = DefaultGratuitousRepeats
 	}
 	return &Announcer{ops: ops, repeats: repeats, announced: map[netip.Addr]bool{}, pending: map[netip.Addr]int{},
-		prepared: map[bool]bool{}}
+		prepared: map[bool]bool{}, restore: map[bool]func() error{}}
 }
 
 // Announced returns the addresses currently announced, sorted.
@@ -83,7 +89,6 @@ func (a *Announcer) Sync(uplink string, ips []netip.Addr) error {
 	if uplink != a.uplink {
 		errs = append(errs, a.withdrawAll())
 		a.uplink = uplink
-		clear(a.prepared)
 	}
 	if uplink == "" {
 		return errors.Join(errs...)
@@ -103,7 +108,12 @@ func (a *Announcer) Sync(uplink string, ips []netip.Addr) error {
 	for _, ip := range slices.SortedFunc(maps.Keys(want), netip.Addr.Compare) {
 		v6 := ip.Is6()
 		if !a.prepared[v6] {
-			if err := a.ops.PrepareUplink(uplink, v6); err != nil {
+			restore, err := a.ops.PrepareUplink(uplink, v6)
+			if restore != nil && a.restore[v6] == nil {
+				// Only the first preparation saw the values from before the Announcer.
+				a.restore[v6] = restore
+			}
+			if err != nil {
 				errs = append(errs, fmt.Errorf("preparing %s to answer for %s: %w", uplink, ip, err))
 				continue
 			}
@@ -134,9 +144,11 @@ func (a *Announcer) Sync(uplink string, ips []netip.Addr) error {
 // Pending reports whether repeat announcements remain to be sent by later Syncs.
 func (a *Announcer) Pending() bool { return len(a.pending) > 0 }
 
-// Withdraw stops announcing every address.
+// Withdraw stops announcing every address and restores the uplink's proxy_delay.
 func (a *Announcer) Withdraw() error { return a.withdrawAll() }
 
+// withdrawAll deletes every proxy neighbour entry of a.uplink and undoes PrepareUplink there
+// (an entry left by a failed deletion is then answered for after proxy_delay, not at once).
 func (a *Announcer) withdrawAll() error {
 	var errs []error
 	for _, ip := range slices.SortedFunc(maps.Keys(a.announced), netip.Addr.Compare) {
@@ -148,6 +160,15 @@ func (a *Announcer) withdrawAll() error {
 		klog.InfoS("Stopped announcing LoadBalancer IP", "ip", ip, "uplink", a.uplink)
 	}
 	clear(a.pending)
+	for _, v6 := range []bool{false, true} {
+		if r := a.restore[v6]; r != nil {
+			if err := r(); err != nil {
+				errs = append(errs, fmt.Errorf("restoring %s: %w", a.uplink, err))
+			}
+		}
+	}
+	clear(a.restore)
+	clear(a.prepared)
 	return errors.Join(errs...)
 }
 
@@ -159,28 +180,49 @@ type HostAnnounceOps struct {
 
 var _ AnnounceOps = HostAnnounceOps{}
 
-// PrepareUplink turns forwarding on for dev, proxy_ndp for IPv6, and sets proxy_delay to 0.
-func (o HostAnnounceOps) PrepareUplink(dev string, ipv6 bool) error {
+// PrepareUplink turns forwarding on for dev, proxy_ndp for IPv6, and sets proxy_delay to 0; the
+// restore it returns puts the previous proxy_delay back (forwarding stays on: the node data
+// path needs it; proxy_ndp only matters with proxy entries, which are gone by then).
+func (o HostAnnounceOps) PrepareUplink(dev string, ipv6 bool) (func() error, error) {
 	fam := "ipv4"
 	if ipv6 {
 		fam = "ipv6"
 	}
+	delayFile := "/proc/sys/net/" + fam + "/neigh/" + dev + "/proxy_delay"
 	settings := [][2]string{
 		{"/proc/sys/net/" + fam + "/conf/" + dev + "/forwarding", "1"},
-		{"/proc/sys/net/" + fam + "/neigh/" + dev + "/proxy_delay", "0"},
+		{delayFile, "0"},
 	}
 	if ipv6 {
 		settings = append(settings, [2]string{"/proc/sys/net/ipv6/conf/" + dev + "/proxy_ndp", "1"})
 	}
-	return o.Host.do(func() error {
+	var restore func() error
+	err := o.Host.do(func() error {
 		var errs []error
+		if old, err := os.ReadFile(delayFile); err != nil {
+			errs = append(errs, fmt.Errorf("reading %s: %w", delayFile, err))
+		} else if prev := strings.TrimSpace(string(old)); prev != "0" {
+			restore = func() error {
+				return o.Host.do(func() error {
+					if err := writeSysctl(delayFile, prev); err != nil {
+						return fmt.Errorf("setting %s back to %s: %w", delayFile, prev, err)
+					}
+					klog.InfoS("Restored the uplink's proxy_delay", "file", delayFile, "value", prev)
+					return nil
+				})
+			}
+		}
 		for _, s := range settings {
+			if s[0] == delayFile && len(errs) > 0 {
+				continue // not knowing the previous value, leave it alone
+			}
 			if err := os.WriteFile(s[0], []byte(s[1]+"\n"), 0o644); err != nil {
 				errs = append(errs, fmt.Errorf("setting %s to %s: %w", s[0], s[1], err))
 			}
 		}
 		return errors.Join(errs...)
 	})
+	return restore, err
 }
 
 // UplinkOf returns the name of the interface of the host holding ip, or an error naming ip.

@@ -25,9 +25,12 @@ func newFakeOps() *fakeAnnounceOps {
 	return &fakeAnnounceOps{entries: map[string]bool{}, failAdd: map[netip.Addr]bool{}}
 }
 
-func (f *fakeAnnounceOps) PrepareUplink(dev string, ipv6 bool) error {
+func (f *fakeAnnounceOps) PrepareUplink(dev string, ipv6 bool) (func() error, error) {
 	f.prepared = append(f.prepared, fmt.Sprintf("%s v6=%v", dev, ipv6))
-	return nil
+	return func() error {
+		f.calls = append(f.calls, fmt.Sprintf("restore %s v6=%v", dev, ipv6))
+		return nil
+	}, nil
 }
 func (f *fakeAnnounceOps) AddProxyNeighbor(dev string, ip netip.Addr) error {
 	if f.failAdd[ip] {
@@ -77,16 +80,51 @@ func TestAnnouncerSync(t *testing.T) {
 	require.Equal(t, []string{"del eth0 fd00:18::5", "garp eth0 172.18.0.6"}, ops.take())
 	require.Equal(t, []netip.Addr{v4, v4b}, an.Announced())
 
-	// The uplink changes: everything is withdrawn from the old one and announced on the new one.
+	// The uplink changes: everything is withdrawn from the old one, which gets its sysctls back
+	// (both families were prepared there), and announced on the new one, prepared for IPv4.
 	require.NoError(t, an.Sync("eth1", []netip.Addr{v4}))
-	if diff := cmp.Diff([]string{"del eth0 172.18.0.5", "del eth0 172.18.0.6", "garp eth1 172.18.0.5"}, ops.take()); diff != "" {
+	if diff := cmp.Diff([]string{"del eth0 172.18.0.5", "del eth0 172.18.0.6", "restore eth0 v6=false", "restore eth0 v6=true",
+		"garp eth1 172.18.0.5"}, ops.take()); diff != "" {
 		t.Fatalf("calls (-want +got):\n%s", diff)
 	}
 	require.Equal(t, map[string]bool{"eth1 172.18.0.5": true}, ops.entries)
+	require.Equal(t, []string{"eth0 v6=false", "eth0 v6=true", "eth1 v6=false"}, ops.prepared)
 
 	require.NoError(t, an.Withdraw())
 	require.Empty(t, ops.entries)
 	require.Empty(t, an.Announced())
+	require.Equal(t, []string{"del eth1 172.18.0.5", "restore eth1 v6=false"}, ops.take(), "Withdraw restores the uplink")
+	require.NoError(t, an.Withdraw())
+	require.Empty(t, ops.take(), "restored once")
+}
+
+// TestAnnouncerRestoresAfterPartialPrepare checks that a preparation that failed after changing
+// proxy_delay is still undone, with the value from before the first attempt.
+func TestAnnouncerRestoresAfterPartialPrepare(t *testing.T) {
+	var restored []string
+	ops := &partialPrepareOps{fakeAnnounceOps: newFakeOps(), restored: &restored}
+	an := NewAnnouncer(ops, 1)
+	ip := a("172.18.0.9")
+	require.ErrorContains(t, an.Sync("eth0", []netip.Addr{ip}), "forwarding: boom")
+	require.NoError(t, an.Sync("eth0", []netip.Addr{ip}))
+	require.NoError(t, an.Withdraw())
+	require.Equal(t, []string{"attempt 1"}, restored)
+}
+
+type partialPrepareOps struct {
+	*fakeAnnounceOps
+	attempts int
+	restored *[]string
+}
+
+func (o *partialPrepareOps) PrepareUplink(dev string, ipv6 bool) (func() error, error) {
+	o.attempts++
+	n := o.attempts
+	restore := func() error { *o.restored = append(*o.restored, fmt.Sprintf("attempt %d", n)); return nil }
+	if n == 1 {
+		return restore, errors.New("forwarding: boom")
+	}
+	return restore, nil
 }
 
 func TestAnnouncerRetriesFailures(t *testing.T) {

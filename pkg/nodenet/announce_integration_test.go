@@ -1,8 +1,10 @@
 package nodenet
 
 import (
+	"fmt"
 	"net"
 	"net/netip"
+	"strings"
 	"testing"
 	"time"
 
@@ -144,4 +146,37 @@ func TestAnnounceIntegration(t *testing.T) {
 	poke(t, hostC, vip)
 	time.Sleep(1500 * time.Millisecond)
 	require.Empty(t, neighMAC(t, hostC, vip))
+}
+
+// TestAnnounceRestoresProxyDelay checks that the announcer sets the uplink's proxy_delay to 0
+// while it announces and puts the previous value back when it stops or leaves the uplink.
+func TestAnnounceRestoresProxyDelay(t *testing.T) {
+	vip := netip.MustParseAddr("10.99.1.5")
+	lan := newAnnounceLAN(t)
+	ns, h := lan.node("and", "10.99.0.1", vip)
+	mustExec(t, ns, []string{"ip", "link", "add", "eth1", "type", "veth", "peer", "name", "eth1p"}, []string{"ip", "link", "set", "eth1", "up"})
+	const file = "/proc/sys/net/ipv4/neigh/%s/proxy_delay"
+	read := func(dev string) string {
+		out, err := ns.Exec("cat", fmt.Sprintf(file, dev))
+		require.NoError(t, err, out)
+		return strings.TrimSpace(out)
+	}
+	// Values in units of 1/100 s that convert exactly to jiffies and back.
+	mustExec(t, ns, []string{"sh", "-c", "echo 40 > " + fmt.Sprintf(file, "eth0")}, []string{"sh", "-c", "echo 60 > " + fmt.Sprintf(file, "eth1")})
+
+	ann := NewAnnouncer(HostAnnounceOps{Host: h}, 1)
+	require.NoError(t, ann.Sync("eth0", []netip.Addr{vip}))
+	require.Equal(t, "0", read("eth0"), "answers at once while announcing")
+	require.NoError(t, ann.Sync("eth0", nil))
+	require.Equal(t, "0", read("eth0"), "kept while the announcer runs on the uplink")
+
+	// The uplink changes: the old one gets its value back.
+	require.NoError(t, ann.Sync("eth1", []netip.Addr{vip}))
+	require.Equal(t, "40", read("eth0"))
+	require.Equal(t, "0", read("eth1"))
+
+	// Stopping restores the current uplink.
+	require.NoError(t, ann.Withdraw())
+	require.Equal(t, "60", read("eth1"))
+	require.Equal(t, "40", read("eth0"))
 }

@@ -192,6 +192,8 @@ func (n *Node) agentConfig(opts AgentOptions) *config.AgentConfig {
 			ProxyLoadBalancerIPs: &lbIPs,
 			MinSyncInterval:      config.Duration{Duration: sync},
 			FullSyncPeriod:       config.Duration{Duration: 30 * time.Second},
+			// The class of the antrea-controller StartController runs (its default).
+			LoadBalancerClass: config.DefaultLoadBalancerClass,
 		},
 		NodeNetwork: config.NodeNetworkConfig{
 			CNISocket:      filepath.Join(n.Dir, "cni.sock"),

@@ -87,15 +87,18 @@ func TestChecksumAnnotations(t *testing.T) {
 	}
 	for _, args := range [][]string{
 		{"--set-json", `lbPools=[{"name":"default","cidrs":["10.1.0.0/24"]}]`},
-		{"--set", "controller.loadBalancerClass=example.com/lb"},
 		{"--set", "controller.leaderElection.leaseDuration=20s"},
 	} {
 		agent, ctrl := sums(args...)
 		require.NotEqual(t, ctrl0, ctrl, "%q changes the controller's configuration but not its checksum annotation", args)
 		require.Equal(t, agent0, agent, "%q does not concern antrea-agent but changes its checksum annotation", args)
 	}
+	// The class concerns both: the agent announces only the addresses of the controller's class.
+	agent, ctrl := sums("--set", "controller.loadBalancerClass=example.com/lb")
+	require.NotEqual(t, agent0, agent, "controller.loadBalancerClass is also antreaProxy.loadBalancerClass of antrea-agent.conf")
+	require.NotEqual(t, ctrl0, ctrl)
 	// The annotation is the checksum of the content in the ConfigMap, not of something else.
-	agent, _ := sums("--set-string", "agent.podAnnotations.example=1")
+	agent, _ = sums("--set-string", "agent.podAnnotations.example=1")
 	require.Equal(t, agent0, agent)
 }
 
@@ -186,7 +189,8 @@ func TestControllerDeployment(t *testing.T) {
 }
 
 // TestAntreaProxyValuesMatchConfig checks that values.yaml's antreaProxy section carries every
-// option of antrea-agent.conf's antreaProxy section, and nothing else.
+// option of antrea-agent.conf's antreaProxy section, and nothing else, but loadBalancerClass,
+// which the chart sets from controller.loadBalancerClass so that agent and controller agree.
 func TestAntreaProxyValuesMatchConfig(t *testing.T) {
 	h := NewHelm(t)
 	var values struct {
@@ -201,7 +205,9 @@ func TestAntreaProxyValuesMatchConfig(t *testing.T) {
 	}
 	typ := reflect.TypeFor[config.AntreaProxyConfig]()
 	for i := range typ.NumField() {
-		want = append(want, strings.Split(typ.Field(i).Tag.Get("json"), ",")[0])
+		if k := strings.Split(typ.Field(i).Tag.Get("json"), ",")[0]; k != "loadBalancerClass" {
+			want = append(want, k)
+		}
 	}
 	slices.Sort(got)
 	slices.Sort(want)

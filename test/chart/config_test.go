@@ -96,7 +96,7 @@ func TestAgentConfParsesStrictly(t *testing.T) {
 			FullSyncPeriod:       config.Duration{Duration: time.Minute},
 			HealthzBindAddress:   "0.0.0.0:10266",
 			MetricsBindAddress:   "off",
-			LoadBalancerClass:    config.DefaultLoadBalancerClass,
+			LoadBalancerClass:    "example.com/lb",
 		},
 	}
 	for _, tc := range []struct {

@@ -95,7 +95,6 @@ func TestForgedAnnouncementIntegration(t *testing.T) {
 		want := announcedIPs("node-1", served, services, programmed)
 		require.Equal(t, []netip.Addr{vip}, want)
 		require.NoError(t, ann.Sync("eth0", want))
-		time.Sleep(100 * time.Millisecond)
 	}
 	// The allocated address reached the client by gratuitous ARP alone: the capture works.
 	require.Eventually(t, func() bool { return lladdr(t, client, vip) == nodeMAC }, 3*time.Second, 50*time.Millisecond,
@@ -104,8 +103,9 @@ func TestForgedAnnouncementIntegration(t *testing.T) {
 	require.Empty(t, lladdr(t, client, router), "no gratuitous ARP for the router's address")
 	require.Empty(t, lladdr(t, client, proxyIP), "no gratuitous ARP for the Proxy-mode address")
 
-	// No ARP reply either: the client asks and nobody answers.
-	for _, ip := range []netip.Addr{router, proxyIP} {
+	// No ARP reply either: the client keeps asking and nobody answers, while the allocated
+	// address, flushed, is resolved again.
+	poke := func(ip netip.Addr) {
 		require.NoError(t, netutil.InNetNS("/var/run/netns/"+client.Name, func() error {
 			c, err := net.Dial("udp", net.JoinHostPort(ip.String(), "9"))
 			if err != nil {
@@ -116,20 +116,14 @@ func TestForgedAnnouncementIntegration(t *testing.T) {
 			return err
 		}))
 	}
-	time.Sleep(1500 * time.Millisecond)
-	require.Empty(t, lladdr(t, client, router), "the node does not answer ARP for the router's address")
-	require.Empty(t, lladdr(t, client, proxyIP), "the node does not answer ARP for the Proxy-mode address")
-	// While the allocated one is answered after a flush.
 	run(t, client, "ip neigh flush dev eth0")
 	require.Eventually(t, func() bool {
-		_ = netutil.InNetNS("/var/run/netns/"+client.Name, func() error {
-			c, err := net.Dial("udp", net.JoinHostPort(vip.String(), "9"))
-			if err == nil {
-				_, _ = c.Write([]byte("who has it"))
-				c.Close()
-			}
-			return err
-		})
+		poke(vip)
 		return lladdr(t, client, vip) == nodeMAC
 	}, 5*time.Second, 100*time.Millisecond, "the node answers ARP for %s", vip)
+	require.Never(t, func() bool {
+		poke(router)
+		poke(proxyIP)
+		return lladdr(t, client, router) != "" || lladdr(t, client, proxyIP) != ""
+	}, 2*time.Second, 100*time.Millisecond, "the node answers ARP for neither the router's nor the Proxy-mode address")
 }

@@ -64,6 +64,10 @@ type Controller struct {
 	// announcer is the node chosen for each VIP-mode address (shared
 	// addresses have one node for all their Services).
 	announcer map[netip.Addr]string
+	// waiting holds, for each Service that got no address because its
+	// pools are exhausted or its requested address is taken, when it
+	// started waiting. Releases queue them, longest waiting first.
+	waiting map[types.NamespacedName]time.Time
 }
 
 // New builds a Controller on the informers of factory.
@@ -91,6 +95,7 @@ func New(client kubernetes.Interface, factory informers.SharedInformerFactory, o
 		picker:    nodePicker{nodes: nodeInf.Lister(), slices: sliceInf.Lister()},
 		synced:    []cache.InformerSynced{svcInf.Informer().HasSynced, nodeInf.Informer().HasSynced, sliceInf.Informer().HasSynced},
 		announcer: make(map[netip.Addr]string),
+		waiting:   make(map[types.NamespacedName]time.Time),
 		queue: workqueue.NewTypedRateLimitingQueueWithConfig(
 			workqueue.DefaultTypedControllerRateLimiter[types.NamespacedName](),
 			workqueue.TypedRateLimitingQueueConfig[types.NamespacedName]{Name: "loadbalancer"}),

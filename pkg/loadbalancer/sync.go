@@ -35,6 +35,7 @@ const (
 func (c *Controller) sync(ctx context.Context, key types.NamespacedName) error {
 	svc, err := c.services.Services(key.Namespace).Get(key.Name)
 	if apierrors.IsNotFound(err) {
+		c.setWaiting(key, false)
 		c.afterRelease(key, c.alloc.Release(key))
 		return nil
 	}
@@ -46,6 +47,7 @@ func (c *Controller) sync(ctx context.Context, key types.NamespacedName) error {
 		if attempt++; attempt > 1 {
 			fresh, err := c.client.CoreV1().Services(key.Namespace).Get(ctx, key.Name, metav1.GetOptions{})
 			if apierrors.IsNotFound(err) {
+				c.setWaiting(key, false)
 				c.afterRelease(key, c.alloc.Release(key))
 				return nil
 			}
@@ -65,20 +67,32 @@ func (c *Controller) sync(ctx context.Context, key types.NamespacedName) error {
 	return nil
 }
 
-// cleanup releases the Service's addresses and, if it carries our
-// finalizer, clears the status we wrote and removes the finalizer and the
-// announcing-node annotation. Services without the finalizer are never
+// cleanup clears, if the Service carries our finalizer, the status we
+// wrote and removes the finalizer and the announcing-node annotation, then
+// releases the Service's addresses. The release comes only after those
+// writes succeeded: while the Service may still publish an address, no
+// other Service can get it. Services without the finalizer are never
 // written.
 func (c *Controller) cleanup(ctx context.Context, svc *v1.Service) error {
 	key := types.NamespacedName{Namespace: svc.Namespace, Name: svc.Name}
+	c.setWaiting(key, false)
+	if hasFinalizer(svc.Finalizers) {
+		if err := c.unpublish(ctx, svc); err != nil {
+			return err
+		}
+	}
 	if released := c.alloc.Release(key); len(released) > 0 {
 		c.afterRelease(key, released)
 		c.recorder.Eventf(svc, v1.EventTypeNormal, EventReleased, "Released %s", joinAddrs(released))
 		klog.InfoS("Released LoadBalancer addresses", "service", key, "addresses", released)
 	}
-	if !hasFinalizer(svc.Finalizers) {
-		return nil
-	}
+	return nil
+}
+
+// unpublish clears the status we wrote and removes our finalizer and the
+// announcing-node annotation. A Service deleted meanwhile publishes
+// nothing either.
+func (c *Controller) unpublish(ctx context.Context, svc *v1.Service) error {
 	st := svc.Status.DeepCopy()
 	changed := len(st.LoadBalancer.Ingress) > 0
 	st.LoadBalancer.Ingress = nil
@@ -116,6 +130,7 @@ func (c *Controller) reconcile(ctx context.Context, svc *v1.Service) error {
 		res = c.alloc.Ensure(req)
 	}
 	ev := evaluate(svc, res, bad)
+	c.setWaiting(key, !ev.refused() && waitsForAddress(res.Problems))
 	if ev.refused() && len(res.Assigned) > 0 {
 		// Addresses allocated by this call were never published.
 		for _, a := range c.alloc.Release(key) {
@@ -281,9 +296,13 @@ func pendingMessage(a ipam.Assignment, sharers []*v1.Service) string {
 }
 
 // afterRelease forgets the announcing node of released addresses nobody
-// holds any more, and queues the remaining holders of shared ones (their
-// node choice may change).
+// holds any more, queues the remaining holders of shared ones (their node
+// choice may change), and queues the Services waiting for an address,
+// longest waiting first.
 func (c *Controller) afterRelease(key types.NamespacedName, released []netip.Addr) {
+	if len(released) == 0 {
+		return
+	}
 	for _, addr := range released {
 		holders := c.alloc.Holders(addr)
 		if len(holders) == 0 {
@@ -298,6 +317,50 @@ func (c *Controller) afterRelease(key types.NamespacedName, released []netip.Add
 			}
 		}
 	}
+	for _, w := range c.waiters() {
+		if w != key {
+			c.queue.Add(w)
+		}
+	}
+}
+
+// waitsForAddress reports whether problems include one that a release
+// can solve: an exhausted pool or a requested address in use.
+func waitsForAddress(problems []ipam.Problem) bool {
+	return slices.ContainsFunc(problems, func(p ipam.Problem) bool {
+		return p.Kind == ipam.Exhausted || p.Kind == ipam.WantedInUse
+	})
+}
+
+// setWaiting records whether the Service waits for an address; a Service
+// that keeps waiting keeps its original start time.
+func (c *Controller) setWaiting(key types.NamespacedName, waiting bool) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if !waiting {
+		delete(c.waiting, key)
+		return
+	}
+	if _, ok := c.waiting[key]; !ok {
+		c.waiting[key] = c.clock.Now()
+	}
+}
+
+// waiters returns the waiting Services, longest waiting first.
+func (c *Controller) waiters() []types.NamespacedName {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	out := make([]types.NamespacedName, 0, len(c.waiting))
+	for k := range c.waiting {
+		out = append(out, k)
+	}
+	slices.SortFunc(out, func(a, b types.NamespacedName) int {
+		if d := c.waiting[a].Compare(c.waiting[b]); d != 0 {
+			return d
+		}
+		return strings.Compare(a.String(), b.String())
+	})
+	return out
 }
 
 func describeAssignments(as []ipam.Assignment) string {

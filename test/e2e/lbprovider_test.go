@@ -30,6 +30,7 @@ var (
 	providerVIPPool   = netip.MustParsePrefix("172.18.0.192/26")
 	providerProxyPool = netip.MustParsePrefix("172.18.1.192/26")
 	providerBulkRange = "172.18.2.0-172.18.2.255" // 256 addresses, more than the 200 Services
+	providerTinyRange = "172.18.3.1-172.18.3.1"   // one address, for the waiting Service
 )
 
 const providerTimeout = 60 * time.Second
@@ -51,6 +52,7 @@ func TestLoadBalancerProvider(t *testing.T) {
 		framework.LBPool{Name: "vip", CIDRs: []netip.Prefix{providerVIPPool}},
 		framework.LBPool{Name: "proxy", CIDRs: []netip.Prefix{providerProxyPool}, Proxy: true},
 		framework.LBPool{Name: "bulk", Ranges: []string{providerBulkRange}, Proxy: true},
+		framework.LBPool{Name: "tiny", Ranges: []string{providerTinyRange}, Proxy: true},
 	)
 	require.NoError(t, err)
 	t.Cleanup(func() {
@@ -66,6 +68,61 @@ func TestLoadBalancerProvider(t *testing.T) {
 	t.Run("ProxyPool", p.proxyPool)
 	t.Run("UnsupportedIsSkipped", p.unsupportedSkipped)
 	t.Run("ConcurrentAllocation", p.concurrent)
+	t.Run("WaitingServedOnRelease", p.waitingServedOnRelease)
+}
+
+// waitingServedOnRelease exhausts the one-address pool "tiny", and measures how long the
+// waiting Service takes to be served once the holder becomes a ClusterIP Service: the release
+// must retry it at once (under 5 s), not at the next resync.
+func (p *provider) waitingServedOnRelease(t *testing.T) {
+	ctx := context.Background()
+	cs := p.sb.CP.Client
+	tiny := func(s *corev1.Service) { s.Annotations = map[string]string{lbapi.AnnotationPool: "tiny"} }
+	p.create(t, p.service("tiny-a", "none", tiny))
+	p.serving(t, "tiny-a")
+	p.create(t, p.service("tiny-b", "none", tiny))
+	framework.WaitFor(t, providerTimeout, "tiny-b to wait for an address", func(ctx context.Context) (bool, string, error) {
+		svc, err := cs.CoreV1().Services(p.ns).Get(ctx, "tiny-b", metav1.GetOptions{})
+		if err != nil {
+			return false, "", err
+		}
+		c := findCondition(svc, conditions.TypeServing)
+		if c == nil {
+			return false, "no Serving condition", nil
+		}
+		return c.Status == metav1.ConditionFalse && c.Reason == conditions.ReasonInfrastructure, c.Reason + ": " + c.Message, nil
+	})
+
+	a, err := cs.CoreV1().Services(p.ns).Get(ctx, "tiny-a", metav1.GetOptions{})
+	require.NoError(t, err)
+	a.Spec.Type = corev1.ServiceTypeClusterIP
+	a.Spec.AllocateLoadBalancerNodePorts = nil
+	for i := range a.Spec.Ports {
+		a.Spec.Ports[i].NodePort = 0
+	}
+	start := time.Now()
+	_, err = cs.CoreV1().Services(p.ns).Update(ctx, a, metav1.UpdateOptions{})
+	require.NoError(t, err)
+	framework.WaitFor(t, 5*time.Second, "tiny-b to be served after tiny-a released its address", func(ctx context.Context) (bool, string, error) {
+		svc, err := cs.CoreV1().Services(p.ns).Get(ctx, "tiny-b", metav1.GetOptions{})
+		if err != nil {
+			return false, "", err
+		}
+		c := findCondition(svc, conditions.TypeServing)
+		ok := c != nil && c.Status == metav1.ConditionTrue && len(svc.Status.LoadBalancer.Ingress) == 1 &&
+			svc.Status.LoadBalancer.Ingress[0].IP == "172.18.3.1"
+		return ok, fmt.Sprintf("ingress %v", svc.Status.LoadBalancer.Ingress), nil
+	})
+	t.Logf("waiting Service served %v after its address was released", time.Since(start).Round(time.Millisecond))
+}
+
+func findCondition(svc *corev1.Service, typ string) *metav1.Condition {
+	for i := range svc.Status.Conditions {
+		if svc.Status.Conditions[i].Type == typ {
+			return &svc.Status.Conditions[i]
+		}
+	}
+	return nil
 }
 
 func (p *provider) service(name, app string, mutate func(*corev1.Service)) *corev1.Service {

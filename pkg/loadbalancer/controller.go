@@ -218,7 +218,8 @@ func (c *Controller) Run(ctx context.Context) error {
 }
 
 // restore rebuilds the allocator from the status of the Services that
-// carry our finalizer, oldest first, and queues every Service.
+// carry our finalizer, oldest first, then adopts the in-pool ingress
+// addresses of the other Services we handle, and queues every Service.
 func (c *Controller) restore() error {
 	svcs, err := c.services.List(labels.Everything())
 	if err != nil {
@@ -230,11 +231,13 @@ func (c *Controller) restore() error {
 		}
 		return strings.Compare(a.Namespace+"/"+a.Name, b.Namespace+"/"+b.Name)
 	})
+	var adoptable []*v1.Service
 	for _, svc := range svcs {
 		key := types.NamespacedName{Namespace: svc.Namespace, Name: svc.Name}
 		if !hasFinalizer(svc.Finalizers) {
 			if c.handles(svc) {
 				c.queue.Add(key)
+				adoptable = append(adoptable, svc)
 			}
 			continue
 		}
@@ -254,6 +257,14 @@ func (c *Controller) restore() error {
 			}
 		}
 		c.mu.Unlock()
+	}
+	// Then Services whose status another party (or a controller that
+	// had not yet added the finalizer) set: after ours, so ours win.
+	for _, svc := range adoptable {
+		if svc.DeletionTimestamp == nil {
+			req, _ := request(svc)
+			c.adopt(req.Owner, svc, req)
+		}
 	}
 	return nil
 }

@@ -127,6 +127,7 @@ func (c *Controller) reconcile(ctx context.Context, svc *v1.Service) error {
 	if len(bad) > 0 {
 		res.Released = c.alloc.Release(key)
 	} else {
+		c.adopt(key, svc, req)
 		res = c.alloc.Ensure(req)
 	}
 	ev := evaluate(svc, res, bad)
@@ -173,6 +174,20 @@ func (c *Controller) reconcile(ctx context.Context, svc *v1.Service) error {
 		return err
 	}
 	return c.writeStatus(ctx, svc, res.Assigned, verdict)
+}
+
+// adopt makes a Service that holds no address take the ingress addresses
+// already in its status (set by us before a restart, or by another
+// provider) where they lie in a pool and are free; Ensure then keeps those
+// that fit the request rather than replacing them.
+func (c *Controller) adopt(key types.NamespacedName, svc *v1.Service, req ipam.Request) {
+	addrs := ingressAddrs(svc)
+	if len(addrs) == 0 || len(c.alloc.Assigned(key)) > 0 {
+		return
+	}
+	for _, p := range c.alloc.Restore(key, addrs, req.ShareKey, req.Ports) {
+		klog.V(2).InfoS("Not adopting LoadBalancer address", "service", key, "reason", p.Message)
+	}
 }
 
 // writeMetadata makes sure the Service has our finalizer and the

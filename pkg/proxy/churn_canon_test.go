@@ -1,7 +1,6 @@
 package proxy
 
 import (
-	"context"
 	"sort"
 	"strings"
 	"testing"
@@ -27,21 +26,7 @@ import (
 // groupIndependentDump dumps b's flows and groups canonically with group IDs renumbered.
 func groupIndependentDump(t *testing.T, b groupDumper) string {
 	t.Helper()
-	ctx := context.Background()
-	flows, err := b.DumpFlows(ctx, of.FlowFilter{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	groups, err := b.DumpGroups(ctx)
-	if err != nil {
-		t.Fatal(err)
-	}
-	for i := range flows {
-		flows[i] = of.CanonicalFlow(flows[i])
-	}
-	for i := range groups {
-		groups[i] = of.CanonicalGroup(groups[i])
-	}
+	flows, groups := canonicalState(t, b)
 	ids := renumbering(flows, groups)
 	remap := func(id uint32) uint32 {
 		if n, ok := ids[id]; ok {

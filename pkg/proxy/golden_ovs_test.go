@@ -24,6 +24,21 @@ type groupDumper interface {
 // canonicalDump renders a bridge's flows and groups canonically, one per line, sorted.
 func canonicalDump(t *testing.T, b groupDumper) string {
 	t.Helper()
+	flows, groups := canonicalState(t, b)
+	var lines []string
+	for i := range flows {
+		lines = append(lines, of.FormatFlow(&flows[i]))
+	}
+	for i := range groups {
+		lines = append(lines, of.FormatGroup(&groups[i]))
+	}
+	sort.Strings(lines)
+	return strings.Join(lines, "\n")
+}
+
+// canonicalState dumps b's flows and groups in their canonical forms.
+func canonicalState(t *testing.T, b groupDumper) ([]of.Flow, []of.Group) {
+	t.Helper()
 	ctx := context.Background()
 	flows, err := b.DumpFlows(ctx, of.FlowFilter{})
 	if err != nil {
@@ -33,17 +48,13 @@ func canonicalDump(t *testing.T, b groupDumper) string {
 	if err != nil {
 		t.Fatal(err)
 	}
-	var lines []string
-	for _, f := range flows {
-		c := of.CanonicalFlow(f)
-		lines = append(lines, of.FormatFlow(&c))
+	for i := range flows {
+		flows[i] = of.CanonicalFlow(flows[i])
 	}
-	for _, g := range groups {
-		c := of.CanonicalGroup(g)
-		lines = append(lines, of.FormatGroup(&c))
+	for i := range groups {
+		groups[i] = of.CanonicalGroup(groups[i])
 	}
-	sort.Strings(lines)
-	return strings.Join(lines, "\n")
+	return flows, groups
 }
 
 // TestIntegrationGoldenShapesInRealOVS installs every golden Service shape into a real OVS and

@@ -12,6 +12,7 @@ import (
 	"k8s.io/apimachinery/pkg/util/intstr"
 	clocktesting "k8s.io/utils/clock/testing"
 
+	of "github.com/antrea-proxy/antrea-proxy/pkg/ovs/openflow"
 	"github.com/antrea-proxy/antrea-proxy/pkg/ovs/openflow/openflowtest"
 	"github.com/antrea-proxy/antrea-proxy/pkg/proxy/model"
 )
@@ -43,6 +44,15 @@ func newHarness(t *testing.T, opts Options) *harness {
 
 func newHarnessOn(t *testing.T, opts Options, b *openflowtest.FakeBridge) *harness {
 	t.Helper()
+	h := realHarness(t, opts, b)
+	h.bridge = b
+	return h
+}
+
+// realHarness is a harness whose proxier installs into b (a real OVS, or the fake through
+// newHarnessOn), with the test Node.
+func realHarness(t *testing.T, opts Options, b of.Bridge) *harness {
+	t.Helper()
 	p, err := New(opts, b)
 	if err != nil {
 		t.Fatal(err)
@@ -54,7 +64,7 @@ func newHarnessOn(t *testing.T, opts Options, b *openflowtest.FakeBridge) *harne
 			{Type: v1.NodeHostName, Address: testNode},
 		}},
 	})
-	return &harness{t: t, p: p, bridge: b}
+	return &harness{t: t, p: p}
 }
 
 func (h *harness) sync() {

@@ -11,7 +11,6 @@ import (
 	"github.com/google/go-cmp/cmp"
 	v1 "k8s.io/api/core/v1"
 	discovery "k8s.io/api/discovery/v1"
-	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	of "github.com/antrea-proxy/antrea-proxy/pkg/ovs/openflow"
 	"github.com/antrea-proxy/antrea-proxy/pkg/ovs/openflow/ofctl"
@@ -29,23 +28,6 @@ func addOVSBridge(t *testing.T, o *ovssandbox.Instance, br string) *ofctl.Bridge
 		t.Fatal(err)
 	}
 	return ofctl.New(o.MgmtSocket(br))
-}
-
-// realHarness is a harness whose proxier installs into b (a real OVS), with the test Node.
-func realHarness(t *testing.T, opts Options, b of.Bridge) *harness {
-	t.Helper()
-	p, err := New(opts, b)
-	if err != nil {
-		t.Fatal(err)
-	}
-	p.OnNodeUpdate(&v1.Node{
-		ObjectMeta: metav1.ObjectMeta{Name: testNode},
-		Status: v1.NodeStatus{Addresses: []v1.NodeAddress{
-			{Type: v1.NodeInternalIP, Address: "192.168.77.10"},
-			{Type: v1.NodeHostName, Address: testNode},
-		}},
-	})
-	return &harness{t: t, p: p}
 }
 
 // restartVSwitchd kills and restarts ovs-vswitchd and waits until br answers OpenFlow again.

@@ -1,8 +1,10 @@
 #!/usr/bin/env bash
-# hack/build-control-plane.sh builds the e2e sandbox's control plane — etcd, kube-apiserver and
-# kube-controller-manager — from the Go modules pinned in hack/tools/go.mod (k8s.io/kubernetes with its
-# staging modules replaced by the published k8s.io/* modules, and go.etcd.io/etcd/server/v3) into
-# _output/bin. Nothing prebuilt is downloaded: only Go modules from the module proxy.
+# hack/build-control-plane.sh builds the e2e sandbox's Kubernetes components and etcd from the Go
+# modules pinned in hack/tools/go.mod (k8s.io/kubernetes with its staging modules replaced by the
+# published k8s.io/* modules, and go.etcd.io/etcd/server/v3) into _output/bin: the control plane (etcd,
+# kube-apiserver, kube-controller-manager, kube-scheduler) and the node components kube-proxy (the
+# conformance suite's reference) and kubelet (the real-cluster suite). Nothing prebuilt is downloaded:
+# only Go modules from the module proxy.
 #
 # It rebuilds only when hack/tools/go.mod or go.sum (or this script's build recipe) changes: a stamp file
 # next to the binaries records their hash. A fresh build took 12-13 minutes on 2 cores (modules included);
@@ -29,6 +31,9 @@ TARGETS=(
   "etcd:go.etcd.io/etcd/server/v3"
   "kube-apiserver:k8s.io/kubernetes/cmd/kube-apiserver"
   "kube-controller-manager:k8s.io/kubernetes/cmd/kube-controller-manager"
+  "kube-scheduler:k8s.io/kubernetes/cmd/kube-scheduler"
+  "kube-proxy:k8s.io/kubernetes/cmd/kube-proxy"
+  "kubelet:k8s.io/kubernetes/cmd/kubelet"
 )
 
 mode=build

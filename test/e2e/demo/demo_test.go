@@ -6,7 +6,6 @@ import (
 	"context"
 	"fmt"
 	"net"
-	"net/netip"
 	"os"
 	"os/exec"
 	"os/signal"
@@ -14,7 +13,6 @@ import (
 	"strconv"
 	"syscall"
 	"testing"
-	"time"
 
 	"github.com/stretchr/testify/require"
 	corev1 "k8s.io/api/core/v1"
@@ -22,11 +20,6 @@ import (
 	"k8s.io/apimachinery/pkg/util/intstr"
 
 	"github.com/antrea-proxy/antrea-proxy/test/e2e/framework"
-)
-
-var (
-	vipIP   = netip.MustParseAddr("172.18.0.10")
-	proxyIP = netip.MustParseAddr("172.18.1.10")
 )
 
 func say(format string, args ...any) { fmt.Printf(format+"\n", args...) }
@@ -44,53 +37,19 @@ func lbService(name string) *corev1.Service {
 
 func addr(ip string, port int) string { return net.JoinHostPort(ip, strconv.Itoa(port)) }
 
+func nodePort(svc *corev1.Service) int { return int(svc.Spec.Ports[0].NodePort) }
+
 type demo struct {
-	sb      *framework.Sandbox
-	lb      *framework.ProxyLB
+	t   *testing.T
+	sb  *framework.Sandbox
+	lbs []*framework.ProxyLB
+	// podIPs and nodeIPs name the addresses a backend may see.
 	podIPs  map[string]string
 	nodeIPs map[string]string
 }
 
-// who names the address a backend saw.
-func (d *demo) who(ip string) string {
-	for name, a := range d.podIPs {
-		if a == ip {
-			return "pod " + name
-		}
-	}
-	for name, a := range d.nodeIPs {
-		if a == ip {
-			return name
-		}
-	}
-	switch ip {
-	case framework.ClientIP.String():
-		return "the external client"
-	case framework.RouterIP.String():
-		return "the external load balancer"
-	case "169.254.0.253":
-		return "the node's Service SNAT address"
-	}
-	return "?"
-}
-
-func (d *demo) try(ns *framework.NetNS, label, target string) {
-	ctx := context.Background()
-	before, _ := d.lb.Stats(ctx)
-	r, err := ns.Echo(ctx, "tcp", target, 3*time.Second)
-	if err != nil {
-		say("    %-30s %-20s -> no answer (%v)", label, target, err)
-		return
-	}
-	after, _ := d.lb.Stats(ctx)
-	via := "answered inside the cluster (OVS load-balanced it)"
-	if after.TCP > before.TCP {
-		via = "relayed by the external load balancer"
-	}
-	say("    %-30s %-20s -> %s answered; it saw %s (%s): %s", label, target, r.Server, r.ClientIP(), d.who(r.ClientIP()), via)
-}
-
-// TestDemo is `make demo`.
+// TestDemo is `make demo`. Every traffic line it prints is also checked: a wrong answer fails
+// the demo before it says it is up.
 func TestDemo(t *testing.T) {
 	ctx := context.Background()
 	say("== antrea-proxy demo: a two-node sandbox cluster, KEP-1860 ipMode with proxyLoadBalancerIPs=true ==")
@@ -100,11 +59,23 @@ func TestDemo(t *testing.T) {
 	if f := os.Getenv("DEMO_STATE_FILE"); f != "" {
 		require.NoError(t, os.WriteFile(f, []byte(sb.NSPrefix+"\n"), 0o644))
 	}
-	d := &demo{sb: sb, podIPs: map[string]string{}, nodeIPs: map[string]string{}}
+	d := &demo{t: t, sb: sb, podIPs: map[string]string{}, nodeIPs: map[string]string{}}
 	for _, n := range sb.Nodes {
 		d.nodeIPs[n.Name] = n.IP.String()
 		say("   %s: underlay %s, podCIDR %s", n.Name, n.IP, n.PodCIDR)
 	}
+	say("-- starting the real antrea-controller (the LoadBalancer provider) with two pools: %q %s", vipPool.Name, vipPool.CIDRs[0])
+	say("   (ipMode VIP, on-link: the node it picks answers ARP) and %q %s (ipMode Proxy: an external", proxyPool.Name, proxyPool.CIDRs[0])
+	say("   L4 load balancer owns them)")
+	require.NoError(t, sb.Net.RouteOnLink(vipPool.CIDRs[0]))
+	_, err := sb.StartLBController(ctx, vipPool, proxyPool)
+	require.NoError(t, err)
+	t.Cleanup(func() {
+		if t.Failed() {
+			say("   antrea-controller's log: %s", filepath.Join(sb.CP.LogDir, "antrea-controller.log"))
+		}
+	})
+
 	require.NoError(t, sb.CreateNamespace(ctx, "demo"))
 	web := map[string]string{"app": "web"}
 	pods, err := sb.RunPods(ctx,
@@ -118,41 +89,52 @@ func TestDemo(t *testing.T) {
 		d.podIPs[p.Name] = p.Status.PodIP
 		say("-- pod %-6s on %s: %s", p.Name, p.Spec.NodeName, p.Status.PodIP)
 	}
-	svcs := map[string]*corev1.Service{}
-	for _, name := range []string{"web-vip", "web-proxy"} {
-		svcs[name], err = sb.CP.Client.CoreV1().Services("demo").Create(ctx, lbService(name), metav1.CreateOptions{})
+	svcs := demoServices()
+	for _, l := range svcs {
+		_, err := sb.CP.Client.CoreV1().Services("demo").Create(ctx, l.spec(), metav1.CreateOptions{})
 		require.NoError(t, err)
-		require.NoError(t, sb.WaitEndpoints(ctx, "demo", name, pods[0].Status.PodIP, pods[1].Status.PodIP, pods[2].Status.PodIP))
+		say("-- Service %-9s LoadBalancer (%s)", l.name, l.how)
 	}
-	require.NoError(t, sb.SetLBIngress(ctx, "demo", "web-vip", vipIP, corev1.LoadBalancerIPModeVIP))
-	require.NoError(t, sb.SetLBIngress(ctx, "demo", "web-proxy", proxyIP, corev1.LoadBalancerIPModeProxy))
-	proxyNodePort := int(svcs["web-proxy"].Spec.Ports[0].NodePort)
-	d.lb, err = sb.StartProxyLB(proxyIP, 80, addr(sb.Nodes[0].IP.String(), proxyNodePort))
+	for _, l := range svcs {
+		require.NoError(t, sb.WaitEndpoints(ctx, "demo", l.name, pods[0].Status.PodIP, pods[1].Status.PodIP, pods[2].Status.PodIP))
+		require.NoError(t, d.waitServed(ctx, l))
+	}
+	vip, proxy, local := svcs[0], svcs[1], svcs[2]
+	announcer, err := d.announcer(vip)
 	require.NoError(t, err)
-	say("-- Service web-vip:   LoadBalancer, ingress %s ipMode VIP (the underlay routes it to node1)", vipIP)
-	say("-- Service web-proxy: LoadBalancer, ingress %s ipMode Proxy (an external L4 load balancer at %s", proxyIP, framework.RouterIP)
-	say("   owns it and relays to node1's NodePort %d)", proxyNodePort)
-	require.NoError(t, sb.WaitLBApplied(ctx, "demo", "web-vip", vipIP, true))
-	require.NoError(t, sb.WaitLBApplied(ctx, "demo", "web-proxy", proxyIP, false))
 
-	clientNS, err := sb.PodNetNS(pods[3])
-	require.NoError(t, err)
 	say("")
-	say("  from pod client (%s) on node2:", pods[3].Status.PodIP)
-	d.try(clientNS, "ClusterIP of web-vip", addr(svcs["web-vip"].Spec.ClusterIP, 80))
-	d.try(clientNS, "LB IP of web-vip (VIP)", addr(vipIP.String(), 80))
-	d.try(clientNS, "LB IP of web-proxy (Proxy)", addr(proxyIP.String(), 80))
-	say("  from the external client (%s):", framework.ClientIP)
-	d.try(sb.Net.Client, "NodePort of web-vip on node2", addr(sb.Nodes[1].IP.String(), int(svcs["web-vip"].Spec.Ports[0].NodePort)))
-	d.try(sb.Net.Client, "LB IP of web-vip (VIP)", addr(vipIP.String(), 80))
-	d.try(sb.Net.Client, "LB IP of web-proxy (Proxy)", addr(proxyIP.String(), 80))
+	say("-- what the provider wrote on the Services (status.loadBalancer.ingress, KEP-4631 status.conditions):")
+	printConditions(svcs)
+	say("   %s is announced by %s (annotation antrea-proxy.io/announcing-node, chosen by the provider)", vip.ip, announcer.Name)
+	say("   %s is Degraded: %s.", local.name, degradedMessage(local))
+	say("   It is still served (through the external load balancer), but its backends see the load balancer's")
+	say("   address instead of the client's: the one thing eTP=Local promises, shown below.")
 
 	node1 := sb.Nodes[0]
+	proxyLB, err := sb.StartProxyLB(proxy.ip, 80, addr(node1.IP.String(), nodePort(proxy.svc)))
+	require.NoError(t, err)
+	localLB, err := sb.StartProxyLB(local.ip, 80, addr(node1.IP.String(), nodePort(local.svc)))
+	require.NoError(t, err)
+	d.lbs = []*framework.ProxyLB{proxyLB, localLB}
+	say("-- external L4 load balancer (l4proxy at %s) given the provider's Proxy addresses:", framework.RouterIP)
+	say("   %s:80 -> node1's NodePort %d (%s), %s:80 -> node1's NodePort %d (%s)",
+		proxy.ip, nodePort(proxy.svc), proxy.name, local.ip, nodePort(local.svc), local.name)
+	require.NoError(t, sb.WaitLBApplied(ctx, "demo", vip.name, vip.ip, true))
+	require.NoError(t, sb.WaitLBApplied(ctx, "demo", proxy.name, proxy.ip, false))
+	require.NoError(t, sb.WaitLBApplied(ctx, "demo", local.name, local.ip, false))
+
+	d.traffic(pods, vip, proxy, local, announcer)
+
 	say("")
 	say("$ antctl get servicemap -n demo --socket %s    # node1's agent", node1.API.Socket)
 	out, err := exec.Command(filepath.Join(sb.Bins.Dir, "antctl"), "get", "servicemap", "-n", "demo", "--socket", node1.API.Socket).CombinedOutput()
 	fmt.Print(string(out))
 	require.NoError(t, err, "antctl get servicemap")
+	if t.Failed() {
+		say("== demo FAILED: some traffic was not what it must be (lines marked WRONG)")
+		t.FailNow()
+	}
 
 	say("")
 	say("== demo is up: kubeconfig %s; logs in %s", sb.CP.AdminKubeconfig, sb.CP.LogDir)
@@ -164,4 +146,29 @@ func TestDemo(t *testing.T) {
 	signal.Notify(stop, syscall.SIGUSR1)
 	<-stop
 	say("== demo: stopping (SIGUSR1)")
+}
+
+// traffic sends the demo's connections and checks each answer.
+func (d *demo) traffic(pods []*corev1.Pod, vip, proxy, local *lbSvc, announcer *framework.Node) {
+	webs := []string{"web-1", "web-2", "web-3"}
+	client := pods[3]
+	clientNS, err := d.sb.PodNetNS(client)
+	require.NoError(d.t, err)
+	fromPod := []string{client.Status.PodIP}
+	node2 := d.sb.Nodes[1]
+	say("")
+	say("  from pod client (%s) on node2:", client.Status.PodIP)
+	d.try(clientNS, "ClusterIP of web-vip", addr(vip.svc.Spec.ClusterIP, 80), expect{servers: webs, sources: fromPod})
+	d.try(clientNS, "LB IP of web-vip (VIP)", addr(vip.ip.String(), 80), expect{servers: webs, sources: fromPod})
+	d.try(clientNS, "LB IP of web-proxy (Proxy)", addr(proxy.ip.String(), 80), expect{servers: webs, sources: d.nodeSources(), relay: d.lbs[0]})
+	say("  from the external client (%s):", framework.ClientIP)
+	ext := d.sb.Net.Client
+	d.try(ext, "NodePort of web-vip on node2", addr(node2.IP.String(), nodePort(vip.svc)), expect{servers: webs, sources: d.nodeSources()})
+	d.try(ext, "LB IP of web-vip (VIP)", addr(vip.ip.String(), 80), expect{servers: webs, sources: d.nodeSources()})
+	d.checkARP(ext, vip, announcer)
+	d.try(ext, "LB IP of web-proxy (Proxy)", addr(proxy.ip.String(), 80), expect{servers: webs, sources: d.nodeSources(), relay: d.lbs[0]})
+	// eTP=Local: node1 (the load balancer's target) sends only to its own endpoint and keeps the
+	// source, which is the load balancer's, not the client's: what LoadBalancerDegraded says.
+	d.try(ext, "LB IP of web-local (eTP=Local)", addr(local.ip.String(), 80),
+		expect{servers: []string{"web-1"}, sources: []string{framework.RouterIP.String()}, relay: d.lbs[1]})
 }

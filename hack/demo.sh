@@ -1,9 +1,11 @@
 #!/usr/bin/env bash
 # hack/demo.sh runs the antrea-proxy demo on the e2e sandbox cluster (test/e2e/demo): a real
 # control plane, two nodes as network namespaces with their own Open vSwitch and the real
-# antrea-agent, echo pods, a VIP-mode and a Proxy-mode LoadBalancer Service, an external client
-# and an external L4 load balancer. It prints who answered each connection and from which source,
-# and `antctl get servicemap`.
+# antrea-agent, the real antrea-controller handing out LoadBalancer addresses from a VIP pool and
+# a Proxy pool, echo pods, LoadBalancer Services in both ipModes (one of them Degraded), an
+# external client and an external L4 load balancer at the provider's Proxy addresses. It prints
+# the KEP-4631 conditions, who answered each connection and from which source (a wrong answer
+# fails the demo), and `antctl get servicemap`.
 #   up    build what is missing (the control plane takes about 15 minutes the first time), start
 #         the sandbox in the background and print the demo; the sandbox keeps running
 #   down  stop the sandbox and remove everything it created

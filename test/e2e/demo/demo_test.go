@@ -155,18 +155,19 @@ func (d *demo) traffic(pods []*corev1.Pod, vip, proxy, local *lbSvc, announcer *
 	clientNS, err := d.sb.PodNetNS(client)
 	require.NoError(d.t, err)
 	fromPod := []string{client.Status.PodIP}
-	node2 := d.sb.Nodes[1]
+	node1, node2 := d.sb.Nodes[0], d.sb.Nodes[1]
 	say("")
 	say("  from pod client (%s) on node2:", client.Status.PodIP)
 	d.try(clientNS, "ClusterIP of web-vip", addr(vip.svc.Spec.ClusterIP, 80), expect{servers: webs, sources: fromPod})
 	d.try(clientNS, "LB IP of web-vip (VIP)", addr(vip.ip.String(), 80), expect{servers: webs, sources: fromPod})
-	d.try(clientNS, "LB IP of web-proxy (Proxy)", addr(proxy.ip.String(), 80), expect{servers: webs, sources: d.nodeSources(), relay: d.lbs[0]})
+	d.try(clientNS, "LB IP of web-proxy (Proxy)", addr(proxy.ip.String(), 80), expect{servers: webs, sources: nodeSources(node1), relay: d.lbs[0]})
 	say("  from the external client (%s):", framework.ClientIP)
 	ext := d.sb.Net.Client
-	d.try(ext, "NodePort of web-vip on node2", addr(node2.IP.String(), nodePort(vip.svc)), expect{servers: webs, sources: d.nodeSources()})
-	d.try(ext, "LB IP of web-vip (VIP)", addr(vip.ip.String(), 80), expect{servers: webs, sources: d.nodeSources()})
+	d.try(ext, "NodePort of web-vip on node2", addr(node2.IP.String(), nodePort(vip.svc)), expect{servers: webs, sources: nodeSources(node2)})
+	d.try(ext, "LB IP of web-vip (VIP)", addr(vip.ip.String(), 80), expect{servers: webs, sources: nodeSources(announcer)})
 	d.checkARP(ext, vip, announcer)
-	d.try(ext, "LB IP of web-proxy (Proxy)", addr(proxy.ip.String(), 80), expect{servers: webs, sources: d.nodeSources(), relay: d.lbs[0]})
+	d.try(ext, "LB IP of web-proxy (Proxy)", addr(proxy.ip.String(), 80), expect{servers: webs, sources: nodeSources(node1), relay: d.lbs[0]})
+	// The load balancers relay to node1's NodePorts, so node1 is where their traffic enters.
 	// eTP=Local: node1 (the load balancer's target) sends only to its own endpoint and keeps the
 	// source, which is the load balancer's, not the client's: what LoadBalancerDegraded says.
 	d.try(ext, "LB IP of web-local (eTP=Local)", addr(local.ip.String(), 80),

@@ -48,14 +48,10 @@ func (d *demo) who(ip string) string {
 	return "?"
 }
 
-// nodeSources are the addresses a node masquerades external traffic to: its Service SNAT
-// address, or its underlay address when it forwards to a backend on the other node.
-func (d *demo) nodeSources() []string {
-	out := []string{config.DefaultServiceVirtualIPv4}
-	for _, a := range d.nodeIPs {
-		out = append(out, a)
-	}
-	return out
+// nodeSources are the addresses node masquerades traffic from outside to: its Service SNAT
+// address for a backend on itself, its underlay address for one on the other node.
+func nodeSources(n *framework.Node) []string {
+	return []string{config.DefaultServiceVirtualIPv4, n.IP.String()}
 }
 
 func (d *demo) relayCounts(ctx context.Context) (map[*framework.ProxyLB]int64, error) {

@@ -28,6 +28,7 @@ func (b *Bridge) Apply(ctx context.Context, ops []openflow.Op) error {
 	}
 	b.applyMu.Lock()
 	defer b.applyMu.Unlock()
+	caller := ctx
 	ctx, cancel := context.WithTimeout(ctx, b.opts.applyBase+time.Duration(len(ops))*b.opts.applyPerOp)
 	defer cancel()
 	c, err := b.connection(ctx)
@@ -55,9 +56,14 @@ func (b *Bridge) Apply(ctx context.Context, ops []openflow.Op) error {
 	case errors.Is(err, errEncoding), errors.As(err, &swe):
 		// The switch answered (or nothing was sent): the connection is in a known state.
 		return fmt.Errorf("openflow bundle %s: %w", b.target, err)
+	case caller.Err() != nil:
+		// The caller gave up: the bundle's state on the switch is unknown, so drop the
+		// connection (which discards it unless it was committed), but the switch lost nothing.
+		b.closeQuietly(c, err)
+		return fmt.Errorf("openflow bundle %s: %w", b.target, err)
 	default:
-		// The bundle's state on the switch is unknown: drop the connection, which discards
-		// it unless it was committed.
+		// The connection failed or the switch did not answer within the deadline: as for a
+		// lost connection, the next one is a reset.
 		c.fail(err)
 		return fmt.Errorf("openflow bundle %s: %w", b.target, err)
 	}

@@ -66,6 +66,9 @@ type Bridge struct {
 	dpid      uint64
 	lastReset Reset
 	hasReset  bool
+	// quietLoss is set when this side closed the last connection (Close, or an Apply its
+	// caller cancelled): the next connection is no reset.
+	quietLoss bool
 	resets    chan struct{}
 }
 
@@ -171,8 +174,8 @@ func (b *Bridge) connection(ctx context.Context) (*conn, error) {
 		return nil, err
 	}
 	now := time.Now()
-	prev, wasUp, down := b.dpid, b.everUp, now.Sub(b.since)
-	b.c, b.connected, b.since, b.dpid, b.everUp = c, true, now, c.dpid, true
+	prev, wasUp, down := b.dpid, b.everUp && !b.quietLoss, now.Sub(b.since)
+	b.c, b.connected, b.since, b.dpid, b.everUp, b.quietLoss = c, true, now, c.dpid, true, false
 	if !wasUp {
 		klog.InfoS("Connected to the OpenFlow switch (OpenFlow 1.5)", "target", b.target, "datapathID", fmt.Sprintf("%016x", c.dpid))
 		return c, nil
@@ -222,7 +225,19 @@ func (b *Bridge) Close() {
 	if b.c != nil {
 		b.c.close()
 		b.c = nil
-		b.connected, b.since = false, time.Now()
+		b.connected, b.since, b.quietLoss = false, time.Now(), true
+	}
+}
+
+// closeQuietly closes c (if it is still the current connection) after its caller gave up:
+// the next connection is no reset.
+func (b *Bridge) closeQuietly(c *conn, err error) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	c.fail(err)
+	if b.c == c {
+		b.c = nil
+		b.connected, b.since, b.quietLoss = false, time.Now(), true
 	}
 }
 

@@ -204,6 +204,21 @@ func TestApplyTimesOutOnAWedgedSwitchAndReconnects(t *testing.T) {
 	s.reset()
 	require.NoError(t, b.Apply(context.Background(), testOps()))
 	require.Len(t, hellos(s.messages()), 1, "a new connection")
+	_, reset := b.LastReset()
+	require.False(t, reset, "a connection closed because the caller gave up is no reset")
+
+	// A connection that ends while the switch does not answer within the Apply's own
+	// deadline counts as lost: the next one is a reset.
+	w := New(s.target(), nil, WithApplyTimeout(100*time.Millisecond, time.Nanosecond))
+	defer w.Close()
+	require.NoError(t, w.Apply(context.Background(), testOps()))
+	s.setHang(true)
+	require.ErrorIs(t, w.Apply(context.Background(), testOps()), context.DeadlineExceeded)
+	s.setHang(false)
+	require.NoError(t, w.Apply(context.Background(), testOps()))
+	r, reset := w.LastReset()
+	require.True(t, reset)
+	require.Equal(t, 1, r.Count)
 }
 
 func TestRunReportsAResetAfterALoss(t *testing.T) {

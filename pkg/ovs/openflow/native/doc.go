@@ -1,0 +1,19 @@
+// Package native implements openflow.Bridge over one persistent OpenFlow 1.5 connection to an
+// Open vSwitch bridge (its management socket), without running ovs-ofctl: the hot path of
+// incremental changes costs a couple of round trips on a unix socket instead of a process.
+//
+// Every Apply is one bundle with the flags ovs-ofctl uses (atomic and ordered): bundle open,
+// one bundle-add message per flow or group mod, a barrier, then commit when the switch refused
+// none of them (discard otherwise). The messages are byte-for-byte what `ovs-ofctl -O
+// OpenFlow15 bundle` sends for the text the ofctl backend renders (tests compare every flow
+// and group of the golden files). A group too large for one 64 KiB message is split into a
+// group mod and insert-bucket messages of the same bundle. The switch's error about a message
+// maps back to its op: the error is a *RejectedOpError (see openflow.RejectedOpIndex).
+//
+// Dumps, counts and conntrack flushes (multipart requests and replies, which this package does
+// not encode) go to a Delegate, normally the ofctl backend.
+//
+// The connection is kept alive with echo requests when idle; Run reconnects after a loss and
+// reports each reconnection on Resets, with the meaning of ofconn.Monitor's resets (the
+// switch may have lost every flow and group).
+package native

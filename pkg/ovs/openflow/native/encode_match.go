@@ -1,0 +1,243 @@
+package native
+
+import (
+	"fmt"
+	"net/netip"
+
+	"github.com/antrea-proxy/antrea-proxy/pkg/ovs/openflow"
+)
+
+// The match encoder writes an OpenFlow 1.5 OXM match (struct ofp_match of type OFPMT_OXM) in
+// the field order Open vSwitch's nx_put_raw() uses, so that its output is byte-for-byte what
+// `ovs-ofctl -O OpenFlow15` sends for the same flow: in_port, Ethernet addresses and type, the
+// L3 fields (addresses, then the protocol and its L4 fields), the registers as 64-bit
+// OpenFlow 1.5 packet registers, pkt_mark, and the conntrack fields. Values are sent masked.
+
+// appendMatch writes m as an ofp_match, padded to 8 bytes.
+func appendMatch(w *buf, m *openflow.Match) error {
+	start := len(w.b)
+	w.u16(1) // OFPMT_OXM
+	w.u16(0) // length, set below
+	if m.InPort != 0 {
+		putExact(w, oxmInPort, be32(m.InPort))
+	}
+	if len(m.EthSrc) != 0 {
+		if len(m.EthSrc) != 6 {
+			return fmt.Errorf("dl_src %v: not a 48-bit MAC address", m.EthSrc)
+		}
+		putExact(w, oxmEthSrc, m.EthSrc)
+	}
+	if len(m.EthDst) != 0 {
+		if len(m.EthDst) != 6 {
+			return fmt.Errorf("dl_dst %v: not a 48-bit MAC address", m.EthDst)
+		}
+		putExact(w, oxmEthDst, m.EthDst)
+	}
+	if m.EthType != openflow.EthTypeAny {
+		putExact(w, oxmEthType, be16(uint16(m.EthType)))
+	}
+	if err := appendL3(w, m); err != nil {
+		return err
+	}
+	if err := appendRegs(w, m); err != nil {
+		return err
+	}
+	if m.PktMark != nil {
+		putMasked32(w, nxmPktMark, m.PktMark.Value, exactMask32(m.PktMark.Mask))
+	}
+	if m.CtState != nil && *m.CtState != (openflow.CtState{}) {
+		s := m.CtState
+		putMasked32(w, nxmCtState, uint32(s.Set), uint32(s.Set|s.Unset))
+	}
+	if m.CtMark != nil {
+		putMasked32(w, nxmCtMark, m.CtMark.Value, exactMask32(m.CtMark.Mask))
+	}
+	w.setLen16(start, 2)
+	w.pad8(start)
+	return nil
+}
+
+// appendL3 writes the IPv4, IPv6 or ARP fields and the L4 fields of m.
+func appendL3(w *buf, m *openflow.Match) error {
+	switch m.EthType {
+	case openflow.EthTypeIP, openflow.EthTypeIPv6:
+		src, dst := oxmIPv4Src, oxmIPv4Dst
+		if m.EthType == openflow.EthTypeIPv6 {
+			src, dst = oxmIPv6Src, oxmIPv6Dst
+		}
+		if err := putPrefix(w, src, m.Src, m.EthType); err != nil {
+			return fmt.Errorf("source: %w", err)
+		}
+		if err := putPrefix(w, dst, m.Dst, m.EthType); err != nil {
+			return fmt.Errorf("destination: %w", err)
+		}
+		if m.IPProto != openflow.ProtoAny {
+			putExact(w, oxmIPProto, []byte{byte(m.IPProto)})
+			return appendL4(w, m)
+		}
+		return appendL4(w, m)
+	case openflow.EthTypeARP:
+		if m.ARPOp != 0 {
+			putExact(w, oxmARPOp, be16(m.ARPOp))
+		}
+		if m.ARPTPA.IsValid() {
+			if !m.ARPTPA.Is4() {
+				return fmt.Errorf("arp_tpa %v: not IPv4", m.ARPTPA)
+			}
+			a := m.ARPTPA.As4()
+			putExact(w, oxmARPTPA, a[:])
+		}
+	}
+	if m.Src.IsValid() && m.Src.Bits() > 0 || m.Dst.IsValid() && m.Dst.Bits() > 0 || m.IPProto != openflow.ProtoAny {
+		return fmt.Errorf("IP fields need eth type IPv4 or IPv6, have 0x%04x", uint16(m.EthType))
+	}
+	return nil
+}
+
+// appendL4 writes the transport ports or ICMP type and code.
+func appendL4(w *buf, m *openflow.Match) error {
+	var src, dst oxmHeader
+	switch m.IPProto {
+	case openflow.ProtoTCP:
+		src, dst = oxmTCPSrc, oxmTCPDst
+	case openflow.ProtoUDP:
+		src, dst = oxmUDPSrc, oxmUDPDst
+	case openflow.ProtoSCTP:
+		src, dst = oxmSCTPSrc, oxmSCTPDst
+	case openflow.ProtoICMP, openflow.ProtoICMPv6:
+		typ, code := oxmICMPv4Type, oxmICMPv4Code
+		if m.IPProto == openflow.ProtoICMPv6 {
+			if m.EthType != openflow.EthTypeIPv6 {
+				return fmt.Errorf("icmpv6 needs eth type IPv6")
+			}
+			typ, code = oxmICMPv6Type, oxmICMPv6Code
+		} else if m.EthType != openflow.EthTypeIP {
+			return fmt.Errorf("icmp needs eth type IPv4")
+		}
+		if m.ICMPType != nil {
+			putExact(w, typ, []byte{*m.ICMPType})
+		}
+		if m.ICMPCode != nil {
+			putExact(w, code, []byte{*m.ICMPCode})
+		}
+	}
+	if m.TpSrc != 0 || m.TpDst != 0 {
+		if src == 0 {
+			return fmt.Errorf("tp_src/tp_dst need TCP, UDP or SCTP, have protocol %d", m.IPProto)
+		}
+		if m.TpSrc != 0 {
+			putExact(w, src, be16(m.TpSrc))
+		}
+		if m.TpDst != 0 {
+			putExact(w, dst, be16(m.TpDst))
+		}
+	}
+	if (m.ICMPType != nil || m.ICMPCode != nil) && m.IPProto != openflow.ProtoICMP && m.IPProto != openflow.ProtoICMPv6 {
+		return fmt.Errorf("icmp_type/icmp_code need ICMP, have protocol %d", m.IPProto)
+	}
+	return nil
+}
+
+// appendRegs writes the 32-bit and 128-bit register matches as the 64-bit OpenFlow 1.5 packet
+// registers Open vSwitch sends: xreg N holds reg 2N in its upper and reg 2N+1 in its lower half,
+// and xxreg N spans xreg 2N (upper) and 2N+1 (lower).
+func appendRegs(w *buf, m *openflow.Match) error {
+	if len(m.Regs) == 0 && len(m.XXRegs) == 0 {
+		return nil
+	}
+	var val, mask [8]uint64
+	for _, r := range m.Regs {
+		if r.Reg >= 16 {
+			return fmt.Errorf("reg%d: no such register", r.Reg)
+		}
+		mk := uint64(exactMask32(r.Mask))
+		v := uint64(r.Value) & mk
+		// Like Open vSwitch, a later match of the same bits replaces an earlier one.
+		shift := 32 * (1 - uint(r.Reg)%2)
+		keep := ^(uint64(0xffffffff) << shift)
+		val[r.Reg/2] = val[r.Reg/2]&keep | v<<shift
+		mask[r.Reg/2] = mask[r.Reg/2]&keep | mk<<shift
+	}
+	for _, r := range m.XXRegs {
+		if r.XXReg >= 4 {
+			return fmt.Errorf("xxreg%d: no such register", r.XXReg)
+		}
+		mk := r.Mask
+		if mk == (openflow.Uint128{}) {
+			mk = openflow.Uint128{Hi: ^uint64(0), Lo: ^uint64(0)}
+		}
+		i := 2 * r.XXReg
+		val[i], mask[i] = r.Value.Hi&mk.Hi, mk.Hi
+		val[i+1], mask[i+1] = r.Value.Lo&mk.Lo, mk.Lo
+	}
+	for i := range val {
+		switch mask[i] {
+		case 0:
+		case ^uint64(0):
+			putExact(w, oxmXReg(i), be64(val[i]))
+		default:
+			w.u32(uint32(oxmXReg(i).masked()))
+			w.u64(val[i])
+			w.u64(mask[i])
+		}
+	}
+	return nil
+}
+
+// putPrefix writes an address field under its prefix mask; an invalid or /0 prefix is left out.
+func putPrefix(w *buf, h oxmHeader, p netip.Prefix, et openflow.EthType) error {
+	if !p.IsValid() || p.Bits() == 0 {
+		return nil
+	}
+	if p.Addr().Is4() != (et == openflow.EthTypeIP) {
+		return fmt.Errorf("prefix %v does not match eth type 0x%04x", p, uint16(et))
+	}
+	p = p.Masked()
+	addr := p.Addr().AsSlice()
+	if p.Bits() == p.Addr().BitLen() {
+		putExact(w, h, addr)
+		return nil
+	}
+	mask := make([]byte, len(addr))
+	for i := 0; i < p.Bits(); i++ {
+		mask[i/8] |= 0x80 >> (i % 8)
+	}
+	w.u32(uint32(h.masked()))
+	w.bytes(addr)
+	w.bytes(mask)
+	return nil
+}
+
+func putExact(w *buf, h oxmHeader, v []byte) {
+	w.u32(uint32(h))
+	w.bytes(v)
+}
+
+// putMasked32 writes a 32-bit field: nothing for a zero mask, the exact form for an all-ones
+// mask, the masked form (with the value masked) otherwise.
+func putMasked32(w *buf, h oxmHeader, v, mask uint32) {
+	switch mask {
+	case 0:
+	case ^uint32(0):
+		w.u32(uint32(h))
+		w.u32(v)
+	default:
+		w.u32(uint32(h.masked()))
+		w.u32(v & mask)
+		w.u32(mask)
+	}
+}
+
+// exactMask32 turns the model's "zero mask means exact" into a real mask.
+func exactMask32(m uint32) uint32 {
+	if m == 0 {
+		return ^uint32(0)
+	}
+	return m
+}
+
+func be16(v uint16) []byte { return []byte{byte(v >> 8), byte(v)} }
+func be32(v uint32) []byte { return []byte{byte(v >> 24), byte(v >> 16), byte(v >> 8), byte(v)} }
+func be64(v uint64) []byte {
+	return []byte{byte(v >> 56), byte(v >> 48), byte(v >> 40), byte(v >> 32), byte(v >> 24), byte(v >> 16), byte(v >> 8), byte(v)}
+}

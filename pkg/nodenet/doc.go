@@ -1,9 +1,10 @@
 // Package nodenet is the host side of antrea-agent's node data path: the host gateway
 // (antrea-gw0, an OVS internal port holding the first address of each podCIDR), the host routes
-// (remote Nodes' podCIDRs through their InternalIP, and the virtual and Service IPs that go into
-// OVS through the gateway), the static neighbour of the virtual next hop, and the agent's one
-// nftables table (masquerade of pod traffic leaving the node, DNAT of NodePort traffic to the
-// NodePort virtual IP). Everything is done through netlink and knftables in a host network
-// namespace given by path ("" is the agent's own), so that tests can run several nodes on one
-// machine.
+// (remote Nodes' podCIDRs through their InternalIP, and the virtual IPs, LB IPs, ExternalIPs and
+// ClusterIPs that go into OVS through the gateway, written in netlink batches), the static
+// neighbour of the virtual next hop, and the agent's one nftables table (masquerade of pod
+// traffic leaving the node, DNAT of NodePort traffic to the NodePort virtual IP, SNAT of the
+// node's own connections into OVS to the gateway's address). Everything is done through
+// netlink and knftables in a host network namespace given by path ("" is the agent's own), so
+// that tests can run several nodes on one machine.
 package nodenet

@@ -23,11 +23,15 @@ type Exposure struct {
 	// IPs are the programmed LoadBalancer ingress IPs and the ExternalIPs: the host routes them
 	// into OVS through the gateway.
 	IPs []netip.Addr
+	// ClusterIPs are the ClusterIPs of the installed Services: the host routes them into OVS
+	// through the gateway, so that the node itself (node processes, hostNetwork pods) reaches
+	// them.
+	ClusterIPs []netip.Addr
 }
 
-// Equal reports whether e and o hold the same content (NodePorts and IPs sorted, the
-// addresses in the proxier's order).
+// Equal reports whether e and o hold the same content (NodePorts, IPs and ClusterIPs sorted,
+// the addresses in the proxier's order).
 func (e Exposure) Equal(o Exposure) bool {
 	return slices.Equal(e.NodePorts, o.NodePorts) && slices.Equal(e.NodePortAddresses, o.NodePortAddresses) &&
-		slices.Equal(e.IPs, o.IPs)
+		slices.Equal(e.IPs, o.IPs) && slices.Equal(e.ClusterIPs, o.ClusterIPs)
 }

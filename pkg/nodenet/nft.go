@@ -51,6 +51,11 @@ type NFTConfig struct {
 	NodePortVirtualIPs []netip.Addr
 	// NodePorts are the node addresses, protocols and ports to DNAT.
 	NodePorts []NodePort
+	// HostSources are, per family, the gateway's address (of the first local podCIDR): the
+	// node's own connections into OVS through the gateway, other than to a local pod, that
+	// have another local source address (a NodePort reached through a node address, a socket
+	// bound to one) are SNATed to it, the address OVS takes for the node itself.
+	HostSources []netip.Addr
 }
 
 // BuildNFT adds to tx the complete content of the agent's table for cfg. The chains and sets
@@ -114,6 +119,14 @@ func BuildNFT(tx *knftables.Transaction, cfg NFTConfig) {
 		rule(chainPostrouting, fmt.Sprintf("%s saddr %s %s daddr != @%s oifname != %s masquerade", fam, c.Masked(), fam, set, gw),
 			"pods to outside the cluster")
 	}
+	for _, src := range cfg.HostSources {
+		fam, pods := "ip", podCIDRsOf(cfg.PodCIDRs, src)
+		if src.Is6() {
+			fam = "ip6"
+		}
+		rule(chainPostrouting, fmt.Sprintf("oifname %s %s daddr != %s fib saddr type local %s saddr != %s snat %s to %s",
+			gw, fam, pods, fam, src, fam, src), "the node's own Service connections into OVS")
+	}
 	for _, ip := range cfg.SNATVirtualIPs {
 		fam := "ip"
 		if ip.Is6() {
@@ -122,6 +135,21 @@ func BuildNFT(tx *knftables.Transaction, cfg NFTConfig) {
 		rule(chainPostrouting, fmt.Sprintf("%s saddr %s oifname != %s masquerade", fam, ip, gw),
 			"external Service connections to remote endpoints")
 	}
+}
+
+// podCIDRsOf renders the podCIDRs of a's family for an nft match: a prefix, or an anonymous set
+// of several.
+func podCIDRsOf(cidrs []netip.Prefix, a netip.Addr) string {
+	var parts []string
+	for _, c := range cidrs {
+		if c.Addr().Is6() == a.Is6() {
+			parts = append(parts, c.Masked().String())
+		}
+	}
+	if len(parts) == 1 {
+		return parts[0]
+	}
+	return "{ " + strings.Join(parts, ", ") + " }"
 }
 
 // mergePrefixes sorts prefixes and drops those inside another one: an interval set rejects

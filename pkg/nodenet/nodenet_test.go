@@ -39,7 +39,8 @@ func TestBuildNFT(t *testing.T) {
 	fake := knftables.NewFake(knftables.InetFamily, "antrea-proxy")
 	cfg := NFTConfig{Gateway: "antrea-gw0", PodCIDRs: []netip.Prefix{p("10.20.0.0/24")},
 		NoMasquerade: []netip.Prefix{p("10.20.0.0/24"), p("10.20.1.0/24")}, SNATVirtualIPs: svVIP[:1], NodePortVirtualIPs: npVIP[:1],
-		NodePorts: []NodePort{{a("192.168.50.1"), "tcp", 30080}, {a("192.168.50.1"), "udp", 30053}}}
+		NodePorts:   []NodePort{{a("192.168.50.1"), "tcp", 30080}, {a("192.168.50.1"), "udp", 30053}},
+		HostSources: []netip.Addr{a("10.20.0.1")}}
 	tx := fake.NewTransaction()
 	BuildNFT(tx, cfg)
 	require.NoError(t, fake.Run(t.Context(), tx))
@@ -54,6 +55,7 @@ func TestBuildNFT(t *testing.T) {
 		"add element inet antrea-proxy nodeports-v4 { 192.168.50.1 . udp . 30053 }",
 		"add element inet antrea-proxy no-masquerade-v4 { 10.20.0.0/24 }",
 		"add element inet antrea-proxy no-masquerade-v4 { 10.20.1.0/24 }",
+		`add rule inet antrea-proxy postrouting oifname "antrea-gw0" ip daddr != 10.20.0.0/24 fib saddr type local ip saddr != 10.20.0.1 snat ip to 10.20.0.1`,
 	} {
 		require.Contains(t, dump, want)
 	}
@@ -78,7 +80,8 @@ func TestReconcilerDesired(t *testing.T) {
 	// The NodePort addresses are the proxier's (model.NodePortAddresses: 10.99.0.1 is outside
 	// nodePortAddresses, so it is not among them); the host drops only an unrouted family.
 	r.SetExposure(Exposure{NodePorts: []PortProto{{"tcp", 30080}},
-		NodePortAddresses: []netip.Addr{a("192.168.50.1"), a("192.168.50.11"), a("fd00:50::1")}, IPs: []netip.Addr{a("172.18.0.100")}})
+		NodePortAddresses: []netip.Addr{a("192.168.50.1"), a("192.168.50.11"), a("fd00:50::1")}, IPs: []netip.Addr{a("172.18.0.100")},
+		ClusterIPs: []netip.Addr{a("10.96.0.10"), a("fd00:96::10")}})
 	d := r.Desired()
 	gw := "antrea-gw0"
 	require.Empty(t, cmp.Diff([]Route{
@@ -86,6 +89,7 @@ func TestReconcilerDesired(t *testing.T) {
 		{Dst: p("169.254.0.253/32"), Dev: gw},
 		{Dst: p("169.254.0.252/32"), Via: a("169.254.0.253"), Dev: gw, OnLink: true},
 		{Dst: p("172.18.0.100/32"), Via: a("169.254.0.253"), Dev: gw, OnLink: true},
+		{Dst: p("10.96.0.10/32"), Via: a("169.254.0.253"), Dev: gw, OnLink: true}, // IPv6 is not routed
 	}, d.Routes, cmp.Comparer(func(x, y netip.Addr) bool { return x == y }), cmp.Comparer(func(x, y netip.Prefix) bool { return x == y })))
 	require.Equal(t, []Neighbor{{IP: a("169.254.0.253"), MAC: vMAC, Dev: gw}}, d.Neighbors)
 	require.Equal(t, NFTConfig{Gateway: gw, PodCIDRs: []netip.Prefix{p("10.20.0.0/24")},
@@ -93,6 +97,7 @@ func TestReconcilerDesired(t *testing.T) {
 		SNATVirtualIPs:     svVIP[:1],
 		NodePortVirtualIPs: npVIP[:1],
 		NodePorts:          []NodePort{{a("192.168.50.1"), "tcp", 30080}, {a("192.168.50.11"), "tcp", 30080}},
+		HostSources:        []netip.Addr{a("10.20.0.1")},
 	}, d.NFT, "the proxier's addresses, without IPv6 (not routed)")
 
 	// A family without a NodePort virtual IP gets no NodePort rules, even when routed.
@@ -107,7 +112,9 @@ func TestReconcilerDesired(t *testing.T) {
 	for _, rt := range d.Routes {
 		require.NotEqual(t, p("10.20.1.0/24"), rt.Dst)
 		require.NotEqual(t, p("172.18.0.100/32"), rt.Dst)
+		require.NotEqual(t, p("10.96.0.10/32"), rt.Dst)
 	}
+	require.Empty(t, d.NFT.HostSources)
 	require.Empty(t, d.NFT.NodePorts)
 	require.Empty(t, d.NFT.NodePortVirtualIPs)
 }

@@ -34,7 +34,8 @@ type Config struct {
 	// ClusterCIDRs are destinations never masqueraded (besides every Node's podCIDRs).
 	ClusterCIDRs []netip.Prefix
 	// ProxyAll sends NodePort traffic and traffic to programmed LoadBalancer IPs and
-	// ExternalIPs from outside the node into OVS.
+	// ExternalIPs from outside the node into OVS, and the node's own traffic to those and to
+	// ClusterIPs.
 	ProxyAll bool
 	// NodePortVirtualIPs are the DNAT targets of NodePort traffic (one per family).
 	NodePortVirtualIPs []netip.Addr
@@ -64,6 +65,9 @@ type Reconciler struct {
 	kick          chan struct{}
 	// syncMu serializes Sync and Resync.
 	syncMu sync.Mutex
+	// installed are the routes the last sync installed; nil when not known (before the first
+	// sync, after a failed one). Guarded by syncMu.
+	installed map[Route]bool
 }
 
 // NewReconciler returns a Reconciler that programs nft and the routes of cfg.Host.
@@ -190,6 +194,16 @@ func (r *Reconciler) Desired() Desired {
 	for _, ip := range exp.IPs {
 		intoOVS(ip)
 	}
+	// The node's own connections to ClusterIPs go into OVS too; the host SNATs their source to
+	// the gateway's address (NFTConfig.HostSources), which OVS takes for the node itself.
+	for _, ip := range exp.ClusterIPs {
+		intoOVS(ip)
+	}
+	for _, p := range d.NFT.PodCIDRs {
+		if _, ok := virtualFor(d.NFT.HostSources, p.Addr()); !ok {
+			d.NFT.HostSources = append(d.NFT.HostSources, GatewayAddresses([]netip.Prefix{p})[0].Addr())
+		}
+	}
 	// The addresses are the proxier's (Exposure.NodePortAddresses); only the host's own
 	// conditions apply here: a served family with a NodePort virtual IP to DNAT to.
 	for _, a := range exp.NodePortAddresses {
@@ -203,11 +217,20 @@ func (r *Reconciler) Desired() Desired {
 	return d
 }
 
-// Sync applies the desired state once.
+// Sync applies the desired state once. Routes are changed by difference with what the last
+// sync installed (no listing of the table, which with a route per ClusterIP holds thousands);
+// the first sync, and any after a failed route write, compare with the table itself.
 func (r *Reconciler) Sync(ctx context.Context) error {
 	r.syncMu.Lock()
 	defer r.syncMu.Unlock()
-	return r.syncLocked(ctx)
+	return r.syncLocked(ctx, false)
+}
+
+// fullSync is Sync comparing the routes with the table itself, repairing drift.
+func (r *Reconciler) fullSync(ctx context.Context) error {
+	r.syncMu.Lock()
+	defer r.syncMu.Unlock()
+	return r.syncLocked(ctx, true)
 }
 
 // Resync forgets what the Reconciler believes is programmed and applies the whole desired state
@@ -219,15 +242,15 @@ func (r *Reconciler) Resync(ctx context.Context) error {
 	r.syncMu.Lock()
 	defer r.syncMu.Unlock()
 	r.nft.forget()
-	err := r.syncLocked(ctx)
+	err := r.syncLocked(ctx, true)
 	if err != nil {
 		r.trigger()
 	}
 	return err
 }
 
-// syncLocked is Sync with syncMu held.
-func (r *Reconciler) syncLocked(ctx context.Context) error {
+// syncLocked is Sync with syncMu held; full compares the routes with the table.
+func (r *Reconciler) syncLocked(ctx context.Context, full bool) error {
 	r.mu.Lock()
 	known := r.exposureKnown
 	r.mu.Unlock()
@@ -240,7 +263,7 @@ func (r *Reconciler) syncLocked(ctx context.Context) error {
 	if err := r.cfg.Host.SetNeighbors(d.Neighbors); err != nil {
 		errs = append(errs, err)
 	}
-	if err := r.cfg.Host.SyncRoutes(d.Routes); err != nil {
+	if err := r.syncRoutes(d.Routes, full); err != nil {
 		errs = append(errs, err)
 	}
 	if err := r.nft.Sync(ctx, d.NFT); err != nil {
@@ -253,22 +276,80 @@ func (r *Reconciler) syncLocked(ctx context.Context) error {
 	return nil
 }
 
-// Run syncs now, then whenever an input changes and every ResyncPeriod, until ctx is done. A
-// failed sync is retried with exponential backoff (1 s up to 30 s).
+// syncRoutes makes want the agent's routes: with full, or when the installed routes are not
+// known, through Host.SyncRoutes (which lists the table); otherwise by writing the difference
+// with the routes the last sync installed. The installed set is forgotten on failure.
+func (r *Reconciler) syncRoutes(want []Route, full bool) error {
+	if full || r.installed == nil {
+		r.installed = nil
+		if err := r.cfg.Host.SyncRoutes(want); err != nil {
+			return err
+		}
+		r.installed = routeSet(want)
+		return nil
+	}
+	next := routeSet(want)
+	var del, add []Route
+	for rt := range r.installed {
+		if !next[rt] {
+			del = append(del, rt)
+		}
+	}
+	for _, rt := range want {
+		if !r.installed[rt] {
+			add = append(add, rt)
+		}
+	}
+	// Routes straight out of a device first: they may be next hops of the others.
+	slices.SortStableFunc(add, func(x, y Route) int { return cmpBool(x.Via.IsValid(), y.Via.IsValid()) })
+	if err := r.cfg.Host.ChangeRoutes(del, add); err != nil {
+		r.installed = nil
+		return err
+	}
+	r.installed = next
+	return nil
+}
+
+func routeSet(routes []Route) map[Route]bool {
+	s := make(map[Route]bool, len(routes))
+	for _, rt := range routes {
+		s[rt] = true
+	}
+	return s
+}
+
+// cmpBool orders false before true.
+func cmpBool(x, y bool) int {
+	switch {
+	case x == y:
+		return 0
+	case !x:
+		return -1
+	default:
+		return 1
+	}
+}
+
+// Run syncs now, then whenever an input changes, until ctx is done; every ResyncPeriod it
+// compares the routes with the table itself (fullSync), repairing drift. A failed sync is
+// retried with exponential backoff (1 s up to 30 s), comparing with the table.
 func (r *Reconciler) Run(ctx context.Context) {
 	const minBackoff, maxBackoff = time.Second, 30 * time.Second
 	backoff := minBackoff
 	timer := time.NewTimer(0)
 	defer timer.Stop()
+	var sync func(context.Context) error
 	for {
 		select {
 		case <-ctx.Done():
 			return
 		case <-r.kick:
+			sync = r.Sync
 		case <-timer.C:
+			sync = r.fullSync
 		}
 		next := r.cfg.ResyncPeriod
-		if err := r.Sync(ctx); err != nil {
+		if err := sync(ctx); err != nil {
 			if ctx.Err() != nil {
 				return
 			}

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"net"
 	"net/netip"
+	"slices"
 	"sort"
 
 	"github.com/vishvananda/netlink"
@@ -52,8 +53,9 @@ type routeKey struct {
 }
 
 // SyncRoutes makes want the agent's routes in the host namespace: routes of RouteProtocol that
-// are not wanted are deleted, missing or different ones are replaced. Routes of any other
-// protocol are never touched. One bad route does not stop the others; the errors are joined.
+// are not wanted are deleted, missing or different ones are replaced, in batches (writeRoutes);
+// routes already as wanted are not written. Routes of any other protocol are never touched.
+// One bad route does not stop the others; the errors are joined.
 func (h Host) SyncRoutes(want []Route) error {
 	nl, err := h.handle()
 	if err != nil {
@@ -66,9 +68,10 @@ func (h Host) SyncRoutes(want []Route) error {
 		return fmt.Errorf("listing host routes: %w", err)
 	}
 	var errs []error
-	wanted := map[routeKey]*netlink.Route{}
+	wanted := make(map[routeKey]*netlink.Route, len(want))
+	links := linkIndexes{nl: nl, byName: map[string]int{}}
 	for _, r := range want {
-		nr, err := toNetlink(nl, r)
+		nr, err := toNetlink(links, r)
 		if err != nil {
 			errs = append(errs, err)
 			continue
@@ -76,6 +79,7 @@ func (h Host) SyncRoutes(want []Route) error {
 		wanted[keyOf(nr)] = nr
 	}
 	present := map[routeKey]bool{}
+	var ops []routeOp
 	for i := range have {
 		k := keyOf(&have[i])
 		if _, ok := wanted[k]; !ok {
@@ -86,32 +90,88 @@ func (h Host) SyncRoutes(want []Route) error {
 			present[k] = true
 			continue
 		}
-		if err := nl.RouteDel(&have[i]); err != nil && !errors.Is(err, unix.ESRCH) {
-			errs = append(errs, fmt.Errorf("deleting host route %s: %w", have[i].String(), err))
-			continue
-		}
-		klog.V(2).InfoS("Deleted host route", "route", have[i].String())
+		ops = append(ops, routeOp{del: true, route: &have[i]})
 	}
 	keys := make([]routeKey, 0, len(wanted))
 	for k := range wanted {
-		keys = append(keys, k)
+		if !present[k] {
+			keys = append(keys, k)
+		}
 	}
 	// Routes straight out of a device first: they may be next hops of the others.
 	sort.Slice(keys, func(i, j int) bool { return !keys[i].via.IsValid() && keys[j].via.IsValid() })
 	for _, k := range keys {
-		if present[k] {
+		ops = append(ops, routeOp{route: wanted[k]})
+	}
+	return errors.Join(append(errs, h.applyRouteOps(ops))...)
+}
+
+// linkIndexes looks interface indexes up once per name: thousands of routes share one device.
+type linkIndexes struct {
+	nl     *netlink.Handle
+	byName map[string]int
+}
+
+func (l linkIndexes) index(name string) (int, error) {
+	if i, ok := l.byName[name]; ok {
+		return i, nil
+	}
+	link, err := l.nl.LinkByName(name)
+	if err != nil {
+		return 0, err
+	}
+	l.byName[name] = link.Attrs().Index
+	return link.Attrs().Index, nil
+}
+
+// ChangeRoutes deletes del and adds (replaces) add, in that order and in batches, without
+// listing the table: the caller knows what it installed (Reconciler between full syncs). A
+// route of del that is already gone is no error.
+func (h Host) ChangeRoutes(del, add []Route) error {
+	if len(del)+len(add) == 0 {
+		return nil
+	}
+	nl, err := h.handle()
+	if err != nil {
+		return err
+	}
+	defer nl.Close()
+	links := linkIndexes{nl: nl, byName: map[string]int{}}
+	var errs []error
+	ops := make([]routeOp, 0, len(del)+len(add))
+	for i, r := range append(slices.Clip(del), add...) {
+		nr, err := toNetlink(links, r)
+		if err != nil {
+			errs = append(errs, err)
 			continue
 		}
-		if err := nl.RouteReplace(wanted[k]); err != nil {
-			errs = append(errs, fmt.Errorf("adding host route %s: %w", wanted[k].String(), err))
-			continue
+		ops = append(ops, routeOp{del: i < len(del), route: nr})
+	}
+	return errors.Join(append(errs, h.applyRouteOps(ops))...)
+}
+
+// applyRouteOps writes ops (writeRoutes) and joins the errors of those that failed.
+func (h Host) applyRouteOps(ops []routeOp) error {
+	results, err := h.writeRoutes(ops)
+	if err != nil {
+		return fmt.Errorf("writing %d host route changes: %w", len(ops), err)
+	}
+	var errs []error
+	for i, op := range ops {
+		what := "adding"
+		if op.del {
+			what = "deleting"
 		}
-		klog.V(2).InfoS("Added host route", "route", wanted[k].String())
+		if err := results[i]; err != nil && !errIgnorable(op, err) {
+			errs = append(errs, fmt.Errorf("%s host route %s: %w", what, op.route.String(), err))
+		} else if v := klog.V(4); v.Enabled() {
+			v.InfoS("Host route changed", "change", what, "route", op.route.String())
+		}
 	}
 	return errors.Join(errs...)
 }
 
-func toNetlink(nl *netlink.Handle, r Route) (*netlink.Route, error) {
+func toNetlink(links linkIndexes, r Route) (*netlink.Route, error) {
 	if !r.Dst.IsValid() {
 		return nil, fmt.Errorf("host route %s: no destination", r)
 	}
@@ -129,11 +189,11 @@ func toNetlink(nl *netlink.Handle, r Route) (*netlink.Route, error) {
 		nr.Scope = netlink.SCOPE_LINK
 	}
 	if r.Dev != "" {
-		link, err := nl.LinkByName(r.Dev)
+		idx, err := links.index(r.Dev)
 		if err != nil {
 			return nil, fmt.Errorf("host route %s: %w", r, err)
 		}
-		nr.LinkIndex = link.Attrs().Index
+		nr.LinkIndex = idx
 	} else if !r.Via.IsValid() {
 		return nil, fmt.Errorf("host route %s: neither next hop nor device", r)
 	}

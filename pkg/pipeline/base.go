@@ -142,12 +142,12 @@ func BaseFlows(n NodeConfig) []of.Flow {
 				Actions: []of.Action{of.CT{Commit: true, Zone: f.serviceZone, Table: TableL3Forwarding, HasTable: true}}},
 		)
 		if gw := n.gatewayIP(f); gw.IsValid() {
-			flows = append(flows, of.Flow{Table: TableServiceSNAT, Priority: PriorityNormal, Cookie: c,
-				Match: of.Match{EthType: f.ethType, CtState: &of.CtState{Set: of.CtNew | of.CtTrk},
-					Regs: []of.RegMatch{{Reg: RegSource, Value: SourceGateway | BitExternalService, Mask: SourceMask | BitExternalService}}},
-				Actions: []of.Action{of.CT{Commit: true, Zone: f.snatZone, Table: TableL3Forwarding, HasTable: true,
-					NAT:  &of.NAT{Kind: of.NATSrc, Addr: gw},
-					Exec: []of.Action{of.SetCtMark{Value: CtMarkSNAT, Mask: CtMarkSNAT}}}}})
+			flows = append(flows, serviceSNATFlow(c, f, gw, PriorityNormal, SourceGateway|BitExternalService, SourceMask|BitExternalService),
+				// The node's own Service connections (BitFromHost, set by the gateway flows): a
+				// remote endpoint would answer the gateway's address, which the other node routes
+				// back to this node's host stack instead of into OVS. Those to a local pod are
+				// exempt (a gateway flow above this one).
+				serviceSNATFlow(c, f, gw, PriorityHostSNAT, BitFromHost, BitFromHost))
 		}
 	}
 	for _, a := range n.NodePortAddresses {
@@ -160,4 +160,15 @@ func BaseFlows(n NodeConfig) []of.Flow {
 			Actions: append([]of.Action{of.SetReg{Reg: RegSource, Value: BitNodePortAddr, Mask: BitNodePortAddr}}, ToServiceLB()...)})
 	}
 	return flows
+}
+
+// serviceSNATFlow SNATs new Service connections whose reg0 matches value/mask to the Service
+// virtual IP gw, marking them CtMarkSNAT.
+func serviceSNATFlow(c uint64, f family, gw netip.Addr, prio uint16, value, mask uint32) of.Flow {
+	return of.Flow{Table: TableServiceSNAT, Priority: prio, Cookie: c,
+		Match: of.Match{EthType: f.ethType, CtState: &of.CtState{Set: of.CtNew | of.CtTrk},
+			Regs: []of.RegMatch{{Reg: RegSource, Value: value, Mask: mask}}},
+		Actions: []of.Action{of.CT{Commit: true, Zone: f.snatZone, Table: TableL3Forwarding, HasTable: true,
+			NAT:  &of.NAT{Kind: of.NATSrc, Addr: gw},
+			Exec: []of.Action{of.SetCtMark{Value: CtMarkSNAT, Mask: CtMarkSNAT}}}}}
 }

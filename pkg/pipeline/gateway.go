@@ -22,6 +22,9 @@ const (
 	// classification of the gateway port (PriorityNormal) in Classifier.
 	priorityGatewayPodSource uint16 = 205
 	priorityGatewayAddress   uint16 = 210
+	// priorityHostToLocalPod exempts the node's own Service connections to a local pod from
+	// the SNAT of ServiceSNAT (PriorityHostSNAT and PriorityNormal).
+	priorityHostToLocalPod uint16 = 205
 )
 
 // Gateway is what the gateway flows need to know about the host gateway.
@@ -64,7 +67,14 @@ func (g Gateway) families() []family {
 //   - (Established Service connections are SNATed again after DNAT by a base flow in
 //     ConntrackState, whatever their source; see BaseFlows.)
 //   - NodePortMark, priority 200: the NodePort virtual IP marks reg0[4], like a node address.
-//   - Classifier, priorities 210 and 205: a packet from the gateway whose source is a local pod
+//   - Classifier, priority 210: a packet from the gateway with the gateway's own address as
+//     source comes from the node itself (the host's stack; nodenet SNATs the node's other
+//     addresses to it on the way into OVS): reg0[0..3] from the gateway, and BitFromHost, so
+//     that its Service connections are internal traffic (externalTrafficPolicy=Local does not
+//     restrict them) and are SNATed to the Service virtual IP (BaseFlows).
+//   - ServiceSNAT, priority 205: the node's own Service connection DNATed to a local pod is not
+//     SNATed: the pod answers the gateway's address, on-link, through OVS.
+//   - Classifier, priority 205: a packet from the gateway whose source is a local pod
 //     address (in a podCIDR, other than the gateway's own address) is dropped. A local pod's
 //     packets reach OVS through the pod's port; one that comes from the host is a copy the host
 //     forwarded (see nodenet.Host.RestrictPodARP) or a spoof. Were it load-balanced, it would
@@ -101,11 +111,15 @@ func GatewayFlows(round uint16, gw Gateway) []of.Flow {
 			of.Flow{Table: TableClassifier, Priority: priorityGatewayAddress, Cookie: c,
 				Match: of.Match{InPort: gw.OFPort, EthType: f.ethType, Src: netip.PrefixFrom(gwIP, gwIP.BitLen())},
 				Actions: []of.Action{
-					of.SetReg{Reg: RegSource, Value: SourceGateway, Mask: SourceMask},
+					of.SetReg{Reg: RegSource, Value: SourceGateway | BitFromHost, Mask: SourceMask | BitFromHost},
 					of.GotoTable{Table: TableSNATConntrackZone},
 				}},
 			of.Flow{Table: TableClassifier, Priority: priorityGatewayPodSource, Cookie: c,
 				Match: of.Match{InPort: gw.OFPort, EthType: f.ethType, Src: cidr}, Actions: []of.Action{of.Drop{}}},
+			of.Flow{Table: TableServiceSNAT, Priority: priorityHostToLocalPod, Cookie: c,
+				Match: of.Match{EthType: f.ethType, Dst: cidr, CtState: &of.CtState{Set: of.CtNew | of.CtTrk},
+					Regs: []of.RegMatch{{Reg: RegSource, Value: BitFromHost, Mask: BitFromHost}}},
+				Actions: []of.Action{of.GotoTable{Table: TableL3Forwarding}}},
 		)
 	}
 	for _, ip := range gw.NodePortVirtualIPs {

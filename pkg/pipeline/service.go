@@ -220,15 +220,17 @@ func (s *servicePort) serviceLBFlows() []of.Flow {
 }
 
 // external returns the entries of a NodePort, LB IP or ExternalIP. With
-// externalTrafficPolicy=Local, connections from pods on this node short-circuit to the cluster
-// endpoints, and every other connection goes to the local endpoints without SNAT, so that the
-// client address is preserved.
+// externalTrafficPolicy=Local, connections from pods on this node and from the node itself
+// (internal traffic, as kube-proxy treats it) short-circuit to the cluster endpoints, and every
+// other connection goes to the local endpoints without SNAT, so that the client address is
+// preserved. (The node's own connections are SNATed by ServiceSNAT, see BitFromHost.)
 func (s *servicePort) external(m of.Match, reg0, mask uint32, prio uint16) []entry {
 	if !s.in.Port.ExternalPolicyLocal {
 		return []entry{{match: m, reg0: reg0, reg0Mask: mask, priority: prio, to: s.cluster(true)}}
 	}
 	return []entry{
 		{match: m, reg0: reg0 | SourcePod, reg0Mask: mask | SourceMask, priority: prio + 1, to: s.cluster(false)},
+		{match: m, reg0: reg0 | BitFromHost, reg0Mask: mask | BitFromHost, priority: prio + 1, to: s.cluster(false)},
 		{match: m, reg0: reg0, reg0Mask: mask, priority: prio, to: s.local()},
 	}
 }

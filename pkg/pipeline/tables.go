@@ -19,7 +19,8 @@ const (
 	TableServiceLB uint8 = 14
 	// TableEndpointDNAT commits the connection and DNATs it to the endpoint its bucket selected.
 	TableEndpointDNAT uint8 = 15
-	// TableServiceSNAT SNATs external-to-Service connections (eTP=Cluster) arriving from the gateway.
+	// TableServiceSNAT SNATs external-to-Service connections (eTP=Cluster) arriving from the
+	// gateway, and the node's own Service connections.
 	TableServiceSNAT uint8 = 16
 	// TableSessionAffinityLearn learns, for Services with session affinity, which endpoint a
 	// client got, then continues to EndpointDNAT.
@@ -69,6 +70,9 @@ const (
 //	reg0[4]     destination is a NodePort address of this node
 //	reg0[5]     connection reached a Service through NodePort, LB IP or ExternalIP with
 //	            externalTrafficPolicy=Cluster: SNAT it when it came from outside the node
+//	reg0[6]     the packet comes from the node itself (the host's own stack, through the
+//	            gateway, with the gateway's address as source): its Service connections are
+//	            internal traffic and are SNATed unless the endpoint is a local pod
 //	reg3        selected endpoint IPv4 address
 //	reg4[0..15] selected endpoint port
 //	reg4[16]    an endpoint has been selected
@@ -84,6 +88,7 @@ const (
 
 	BitNodePortAddr    uint32 = 1 << 4
 	BitExternalService uint32 = 1 << 5
+	BitFromHost        uint32 = 1 << 6
 
 	RegEndpointIPv4 uint8 = 3
 	RegEndpointPort uint8 = 4
@@ -105,7 +110,10 @@ const (
 	// PrioritySNATLookup re-applies SNAT to the later packets of committed Service connections
 	// (ConntrackState).
 	PrioritySNATLookup uint16 = 205
-	PriorityNormal     uint16 = 200
+	// PriorityHostSNAT SNATs the Service connections of the node itself (ServiceSNAT), above
+	// the SNAT of external connections, which host connections may also be marked for.
+	PriorityHostSNAT uint16 = 201
+	PriorityNormal   uint16 = 200
 	// PriorityRangeDrop drops what loadBalancerSourceRanges does not allow.
 	PriorityRangeDrop uint16 = 195
 	PriorityLow       uint16 = 190

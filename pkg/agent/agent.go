@@ -16,6 +16,8 @@ import (
 
 	"github.com/antrea-proxy/antrea-proxy/pkg/agent/apiserver"
 	"github.com/antrea-proxy/antrea-proxy/pkg/config"
+	"github.com/antrea-proxy/antrea-proxy/pkg/ovs/openflow"
+	"github.com/antrea-proxy/antrea-proxy/pkg/ovs/openflow/native"
 	"github.com/antrea-proxy/antrea-proxy/pkg/ovs/openflow/ofctl"
 	"github.com/antrea-proxy/antrea-proxy/pkg/ovs/ovsdb"
 	"github.com/antrea-proxy/antrea-proxy/pkg/proxy"
@@ -25,9 +27,12 @@ import (
 // Components are the agent's long-lived parts, for callers that want to reach them (the API).
 type Components struct {
 	OVSDB *ovsdb.Client
-	// Bridge programs and counts the bridge's flows (ovs-ofctl).
-	Bridge  *ofctl.Bridge
-	Proxier *proxy.Proxier
+	// Bridge programs and counts the bridge's flows, with the configured OpenFlow backend
+	// (ovsOpenFlowBackend).
+	Bridge flowBridge
+	// nativeOF is the native OpenFlow connection behind Bridge; nil with the ofctl backend.
+	nativeOF *native.Bridge
+	Proxier  *proxy.Proxier
 	// DataPath is the node data path (gateway, routes, nftables, CNI); nil when disabled.
 	DataPath *DataPath
 	// observers watch the proxier's syncs (metrics, health checks).
@@ -47,7 +52,7 @@ func Setup(ctx context.Context, cfg *config.AgentConfig, events proxy.EventSink)
 		return nil, err
 	}
 	klog.InfoS("Bridge ready", "bridge", cfg.OVSBridge, "datapathType", cfg.OVSDatapathType)
-	of := ofctl.New(mgmtSocket(cfg))
+	of, nativeOF := newFlowBridge(cfg)
 	opts, err := proxyOptions(ctx, cfg, db)
 	if err != nil {
 		db.Close()
@@ -72,7 +77,28 @@ func Setup(ctx context.Context, cfg *config.AgentConfig, events proxy.EventSink)
 		db.Close()
 		return nil, err
 	}
-	return &Components{OVSDB: db, Bridge: of, Proxier: p, DataPath: dp, observers: obs}, nil
+	return &Components{OVSDB: db, Bridge: of, nativeOF: nativeOF, Proxier: p, DataPath: dp, observers: obs}, nil
+}
+
+// flowBridge is what the agent's components need of the OpenFlow backend: Apply and dumps
+// (the proxier, the gateway, the CNI server), counts (the healer) and conntrack flushes (the
+// proxier). Both backends implement it.
+type flowBridge interface {
+	openflow.Bridge
+	openflow.FlowCounter
+	FlushConntrack(ctx context.Context, zone uint16, orig, reply openflow.CtTuple) error
+}
+
+// newFlowBridge builds the configured OpenFlow backend. The native one delegates dumps, counts
+// and conntrack flushes to ovs-ofctl; it is returned as well, for its connection monitoring.
+func newFlowBridge(cfg *config.AgentConfig) (flowBridge, *native.Bridge) {
+	ofc := ofctl.New(mgmtSocket(cfg))
+	klog.InfoS("OpenFlow backend", "backend", cfg.OVSOpenFlowBackend, "target", ofc.Target())
+	if cfg.OVSOpenFlowBackend == config.OpenFlowBackendOfctl {
+		return ofc, nil
+	}
+	nb := native.New(mgmtSocket(cfg), ofc)
+	return nb, nb
 }
 
 // SaveNextRound computes this run's flow round and saves it, retrying until OVSDB answers,

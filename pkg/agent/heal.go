@@ -29,8 +29,20 @@ func mgmtSocket(cfg *config.AgentConfig) string {
 // few seconds each owner's flow counts are checked against OVS and a mismatching owner replays
 // (an external del-flows). Call it once the data path has started.
 func (c *Components) startSelfHealing(ctx context.Context, cfg *config.AgentConfig) {
-	mon := ofconn.NewMonitor(mgmtSocket(cfg), ofconn.MonitorOptions{})
-	go mon.Run(ctx)
+	// The native backend's own connection is the one to watch: it reconnects and reports a
+	// reset after a loss. With ovs-ofctl, a monitor keeps a connection open for that purpose.
+	var (
+		resets <-chan struct{}
+		conn   connectionState
+	)
+	if nb := c.nativeOF; nb != nil {
+		go nb.Run(ctx)
+		resets, conn = nb.Resets(), nb
+	} else {
+		mon := ofconn.NewMonitor(mgmtSocket(cfg), ofconn.MonitorOptions{})
+		go mon.Run(ctx)
+		resets, conn = mon.Resets(), mon
+	}
 	var owners []healer.Owner
 	if d := c.DataPath; d != nil {
 		owners = append(owners, gatewayOwner{d})
@@ -45,7 +57,7 @@ func (c *Components) startSelfHealing(ctx context.Context, cfg *config.AgentConf
 	h := healer.New(healer.Options{
 		Counter: c.Bridge,
 		Owners:  owners,
-		Resets:  mon.Resets(),
+		Resets:  resets,
 		AfterReplayAll: func(ctx context.Context) error {
 			return clearFlowRestoreWait(ctx, db)
 		},
@@ -54,7 +66,7 @@ func (c *Components) startSelfHealing(ctx context.Context, cfg *config.AgentConf
 		klog.ErrorS(err, "Registering the healer's metrics failed")
 	}
 	go h.Run(ctx)
-	go reportOVSConnection(ctx, mon, c.observers.health)
+	go reportOVSConnection(ctx, conn, c.observers.health)
 }
 
 // clearFlowRestoreWait tells ovs-vswitchd that the flows are restored (start-ovs sets
@@ -98,9 +110,14 @@ func (c *Components) clearFlowRestoreWaitAfterFirstSync(ctx context.Context, cfg
 	}
 }
 
+// connectionState is an OpenFlow connection's state: ofconn.Monitor and native.Bridge.
+type connectionState interface {
+	Connected() (bool, time.Time)
+}
+
 // reportOVSConnection copies the OpenFlow connection state into the health endpoints: /livez
 // fails when OVS has been unreachable for longer than its grace period.
-func reportOVSConnection(ctx context.Context, mon *ofconn.Monitor, health *healthcheck.ProxyHealth) {
+func reportOVSConnection(ctx context.Context, mon connectionState, health *healthcheck.ProxyHealth) {
 	t := time.NewTicker(ovsConnPollInterval)
 	defer t.Stop()
 	for {

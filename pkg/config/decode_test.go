@@ -43,17 +43,19 @@ antreaProxy:
   serviceProxyName: my-proxy
   minSyncInterval: 250ms
   fullSyncPeriod: 1m
+ovsOpenFlowBackend: ofctl
 `
 	want := &AgentConfig{
-		Kubeconfig:      "/etc/antrea/kubeconfig",
-		NodeName:        "worker-3",
-		OVSBridge:       "br0",
-		OVSDatapathType: "netdev",
-		OVSRunDir:       "/run/openvswitch",
-		HostGateway:     "gw0",
-		APISocket:       "/run/antrea/agent.sock",
-		APITCPAddress:   "127.0.0.1:10350",
-		APITokenFile:    "/etc/antrea/api-token",
+		Kubeconfig:         "/etc/antrea/kubeconfig",
+		NodeName:           "worker-3",
+		OVSBridge:          "br0",
+		OVSDatapathType:    "netdev",
+		OVSRunDir:          "/run/openvswitch",
+		OVSOpenFlowBackend: "ofctl",
+		HostGateway:        "gw0",
+		APISocket:          "/run/antrea/agent.sock",
+		APITCPAddress:      "127.0.0.1:10350",
+		APITokenFile:       "/etc/antrea/api-token",
 		AntreaProxy: AntreaProxyConfig{
 			Enable:               ptr(false),
 			ProxyAll:             true,
@@ -270,15 +272,16 @@ func TestMarshalRoundTrip(t *testing.T) {
 	configs := map[string]*AgentConfig{
 		"defaults": validConfig(),
 		"everything set": {
-			Kubeconfig:      "/etc/kube.conf",
-			NodeName:        "worker-3",
-			OVSBridge:       "br0",
-			OVSDatapathType: "netdev",
-			OVSRunDir:       "/run/ovs",
-			HostGateway:     "gw0",
-			APISocket:       "/run/a.sock",
-			APITCPAddress:   "[::1]:10350",
-			APITokenFile:    "/etc/antrea/api-token",
+			Kubeconfig:         "/etc/kube.conf",
+			NodeName:           "worker-3",
+			OVSBridge:          "br0",
+			OVSDatapathType:    "netdev",
+			OVSRunDir:          "/run/ovs",
+			OVSOpenFlowBackend: "ofctl",
+			HostGateway:        "gw0",
+			APISocket:          "/run/a.sock",
+			APITCPAddress:      "[::1]:10350",
+			APITokenFile:       "/etc/antrea/api-token",
 			AntreaProxy: AntreaProxyConfig{
 				Enable:               ptr(false),
 				ProxyAll:             true,
@@ -325,6 +328,7 @@ hostGateway: antrea-gw0
 nodeName: node-1
 ovsBridge: br-int
 ovsDatapathType: system
+ovsOpenFlowBackend: native
 ovsRunDir: /var/run/openvswitch
 `
 	require.Empty(t, cmp.Diff(want, string(out)))

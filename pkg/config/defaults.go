@@ -36,6 +36,7 @@ func (c *AgentConfig) DefaultsFrom(env Env) {
 	setString(&c.OVSBridge, DefaultOVSBridge)
 	setString(&c.OVSDatapathType, DefaultOVSDatapathType)
 	setString(&c.OVSRunDir, DefaultOVSRunDir)
+	setString(&c.OVSOpenFlowBackend, DefaultOVSOpenFlowBackend)
 	setString(&c.HostGateway, DefaultHostGateway)
 	setString(&c.APISocket, DefaultAPISocket)
 

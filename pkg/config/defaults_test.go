@@ -10,12 +10,13 @@ import (
 
 func TestDefaults(t *testing.T) {
 	want := &AgentConfig{
-		NodeName:        "node-1",
-		OVSBridge:       "br-int",
-		OVSDatapathType: "system",
-		OVSRunDir:       "/var/run/openvswitch",
-		HostGateway:     "antrea-gw0",
-		APISocket:       "/var/run/antrea/antrea-agent.sock",
+		NodeName:           "node-1",
+		OVSBridge:          "br-int",
+		OVSDatapathType:    "system",
+		OVSRunDir:          "/var/run/openvswitch",
+		OVSOpenFlowBackend: "native",
+		HostGateway:        "antrea-gw0",
+		APISocket:          "/var/run/antrea/antrea-agent.sock",
 		AntreaProxy: AntreaProxyConfig{
 			Enable:               ptr(true),
 			NodePortAddresses:    []string{},
@@ -36,13 +37,14 @@ func TestDefaults(t *testing.T) {
 
 func TestDefaultsKeepSetValues(t *testing.T) {
 	set := &AgentConfig{
-		Kubeconfig:      "/etc/kube.conf",
-		NodeName:        "explicit",
-		OVSBridge:       "br0",
-		OVSDatapathType: "netdev",
-		OVSRunDir:       "/run/ovs",
-		HostGateway:     "gw0",
-		APISocket:       "/run/a.sock",
+		Kubeconfig:         "/etc/kube.conf",
+		NodeName:           "explicit",
+		OVSBridge:          "br0",
+		OVSDatapathType:    "netdev",
+		OVSRunDir:          "/run/ovs",
+		OVSOpenFlowBackend: "ofctl",
+		HostGateway:        "gw0",
+		APISocket:          "/run/a.sock",
 		AntreaProxy: AntreaProxyConfig{
 			Enable:               ptr(false),
 			ProxyAll:             true,

@@ -11,9 +11,11 @@ const (
 	DefaultOVSBridge       = "br-int"
 	DefaultOVSDatapathType = DatapathSystem
 	DefaultOVSRunDir       = "/var/run/openvswitch"
-	DefaultHostGateway     = "antrea-gw0"
-	DefaultAPISocket       = "/var/run/antrea/antrea-agent.sock"
-	DefaultMinSyncInterval = time.Second
+	// DefaultOVSOpenFlowBackend is ovsOpenFlowBackend when unset.
+	DefaultOVSOpenFlowBackend = OpenFlowBackendNative
+	DefaultHostGateway        = "antrea-gw0"
+	DefaultAPISocket          = "/var/run/antrea/antrea-agent.sock"
+	DefaultMinSyncInterval    = time.Second
 	// DefaultHealthzBindAddress and DefaultMetricsBindAddress are kube-proxy's.
 	DefaultHealthzBindAddress = "0.0.0.0:10256"
 	DefaultMetricsBindAddress = "127.0.0.1:10249"
@@ -24,6 +26,15 @@ const (
 	// NodeNameEnv is the environment variable that supplies the node name
 	// when nodeName is not set in the file.
 	NodeNameEnv = "NODE_NAME"
+)
+
+// Supported values of ovsOpenFlowBackend.
+const (
+	// OpenFlowBackendNative programs flows over one persistent OpenFlow 1.5 connection
+	// (pkg/ovs/openflow/native); dumps, counts and conntrack flushes still run ovs-ofctl.
+	OpenFlowBackendNative = "native"
+	// OpenFlowBackendOfctl runs one ovs-ofctl bundle per change (pkg/ovs/openflow/ofctl).
+	OpenFlowBackendOfctl = "ofctl"
 )
 
 // Supported values of ovsDatapathType.
@@ -45,6 +56,9 @@ type AgentConfig struct {
 	OVSDatapathType string `json:"ovsDatapathType,omitempty"`
 	// OVSRunDir holds db.sock and <bridge>.mgmt. Default "/var/run/openvswitch".
 	OVSRunDir string `json:"ovsRunDir,omitempty"`
+	// OVSOpenFlowBackend is how flows are programmed: "native" (default: one persistent
+	// OpenFlow 1.5 connection) or "ofctl" (one ovs-ofctl process per change).
+	OVSOpenFlowBackend string `json:"ovsOpenFlowBackend,omitempty"`
 	// HostGateway is the name of the host gateway interface. Default "antrea-gw0".
 	HostGateway string `json:"hostGateway,omitempty"`
 	// APISocket is the unix socket of the agent API (used by antctl).

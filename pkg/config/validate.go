@@ -59,6 +59,11 @@ func (c *AgentConfig) Validate() error {
 		add(fieldErr("ovsDatapathType", "%q must be %q or %q", c.OVSDatapathType, DatapathSystem, DatapathNetdev))
 	}
 	add(validateAbsPath("ovsRunDir", c.OVSRunDir))
+	switch c.OVSOpenFlowBackend {
+	case OpenFlowBackendNative, OpenFlowBackendOfctl:
+	default:
+		add(fieldErr("ovsOpenFlowBackend", "%q must be %q or %q", c.OVSOpenFlowBackend, OpenFlowBackendNative, OpenFlowBackendOfctl))
+	}
 	add(validateIfName("hostGateway", c.HostGateway))
 	if c.HostGateway != "" && c.HostGateway == c.OVSBridge {
 		add(fieldErr("hostGateway", "%q must differ from ovsBridge", c.HostGateway))

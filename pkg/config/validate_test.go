@@ -29,6 +29,8 @@ func TestValidateSingleErrors(t *testing.T) {
 			`ovsBridge: ".." is not a valid interface name`},
 		{"ovsDatapathType", func(c *AgentConfig) { c.OVSDatapathType = "foo" },
 			`ovsDatapathType: "foo" must be "system" or "netdev"`},
+		{"ovsOpenFlowBackend", func(c *AgentConfig) { c.OVSOpenFlowBackend = "rpc" },
+			`ovsOpenFlowBackend: "rpc" must be "native" or "ofctl"`},
 		{"ovsRunDir relative", func(c *AgentConfig) { c.OVSRunDir = "run/ovs" },
 			`ovsRunDir: "run/ovs" must be an absolute path`},
 		{"ovsRunDir required", func(c *AgentConfig) { c.OVSRunDir = "" }, "ovsRunDir: required"},

@@ -76,7 +76,9 @@ func TestIntegrationNodeDataPath(t *testing.T) {
 	s, c = w.dial(w.ext, "192.0.2.7:80", n.diag)
 	expect("external→ExternalIP", "p2", "169.254.0.253", s, c)
 	s, c = w.dial(n.host, n.ip+":30080", n.diag)
-	expect("host→NodePort", "p2", "169.254.0.253", s, c)
+	expect("host→NodePort (to a local pod: not SNATed, from the gateway's address)", "p2", "10.20.0.1", s, c)
+	s, c = w.dial(n.host, "10.96.0.10:80", n.diag)
+	expect("host→ClusterIP (to a local pod: from the gateway's address)", "p2", "10.20.0.1", s, c)
 
 	// ipMode=Proxy: no rule, no route; the pod reaches the external load balancer.
 	require.NotContains(t, n.nft(), "172.18.0.101")

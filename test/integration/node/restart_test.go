@@ -59,8 +59,9 @@ func TestIntegrationNodeRestart(t *testing.T) {
 	gw := n.flows(pipeline.CategoryGateway)
 	lines := strings.Split(strings.TrimSpace(gw), "\n")
 	// IPv4: forwarding to the host, two hairpins, the NodePort virtual IP, and the classification
-	// of the gateway's address with the drop of other podCIDR sources from the gateway.
-	require.Len(t, lines, 6, gw)
+	// of the gateway's address with the drop of other podCIDR sources from the gateway, and the
+	// exemption from SNAT of the node's own Service connections to local pods.
+	require.Len(t, lines, 7, gw)
 	for _, l := range lines {
 		require.Contains(t, l, "cookie=0x2050000000000", "every gateway flow is of round 2: %s", l)
 	}

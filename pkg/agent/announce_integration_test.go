@@ -97,7 +97,7 @@ func TestForgedAnnouncementIntegration(t *testing.T) {
 		require.NoError(t, ann.Sync("eth0", want))
 	}
 	// The allocated address reached the client by gratuitous ARP alone: the capture works.
-	require.Eventually(t, func() bool { return lladdr(t, client, vip) == nodeMAC }, 3*time.Second, 50*time.Millisecond,
+	require.True(t, pollFor(3*time.Second, 50*time.Millisecond, func() bool { return lladdr(t, client, vip) == nodeMAC }),
 		"the client learns %s from the node's gratuitous ARP", vip)
 	// No gratuitous ARP for the forged addresses.
 	require.Empty(t, lladdr(t, client, router), "no gratuitous ARP for the router's address")
@@ -117,13 +117,30 @@ func TestForgedAnnouncementIntegration(t *testing.T) {
 		}))
 	}
 	run(t, client, "ip neigh flush dev eth0")
-	require.Eventually(t, func() bool {
+	require.True(t, pollFor(5*time.Second, 100*time.Millisecond, func() bool {
 		poke(vip)
 		return lladdr(t, client, vip) == nodeMAC
-	}, 5*time.Second, 100*time.Millisecond, "the node answers ARP for %s", vip)
-	require.Never(t, func() bool {
+	}), "the node answers ARP for %s", vip)
+	require.False(t, pollFor(2*time.Second, 100*time.Millisecond, func() bool {
 		poke(router)
 		poke(proxyIP)
 		return lladdr(t, client, router) != "" || lladdr(t, client, proxyIP) != ""
-	}, 2*time.Second, 100*time.Millisecond, "the node answers ARP for neither the router's nor the Proxy-mode address")
+	}), "the node answers ARP for neither the router's nor the Proxy-mode address")
+}
+
+// pollFor calls cond every interval, on the test's goroutine, until it returns true (then true)
+// or d has passed (then false). Unlike require.Eventually and Never, it never leaves a call of
+// cond running after it returns: cond runs commands in the test's network namespaces, which
+// t.Context() cancels (killing them) once the test ends.
+func pollFor(d, interval time.Duration, cond func() bool) bool {
+	deadline := time.Now().Add(d)
+	for {
+		if cond() {
+			return true
+		}
+		if !time.Now().Before(deadline) {
+			return false
+		}
+		time.Sleep(interval)
+	}
 }

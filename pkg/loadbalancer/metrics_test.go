@@ -18,6 +18,7 @@ import (
 	k8stesting "k8s.io/client-go/testing"
 
 	"github.com/antrea-proxy/antrea-proxy/pkg/config"
+	"github.com/antrea-proxy/antrea-proxy/pkg/lbapi"
 )
 
 func get(t *testing.T, h http.Handler, path string) (int, string) {
@@ -53,6 +54,10 @@ func TestMetricsFromState(t *testing.T) {
 	h.update("a", toClusterIP)
 	h.settle("a")
 	h.sync("a")
+	// A refused Service is handed nothing: no allocation is counted.
+	h.create(lbService("r", withAnn(lbapi.AnnotationRequiredFeatures, "no-such-feature")))
+	require.Empty(t, ingressIPs(h.sync("r")))
+	h.settle("b", "c", "r") // the condition gauges read the informer's copies
 
 	srv := NewHTTPHandler(HTTPOptions{Controller: h.ctrl, Metrics: h.ctrl.metrics})
 	code, body := get(t, srv, "/metrics")
@@ -71,11 +76,12 @@ func TestMetricsFromState(t *testing.T) {
 		`antrea_controller_lb_pool_addresses_used{pool="vip"} 0`,
 	}, samples(body, "antrea_controller_lb_pool_addresses"))
 	require.Equal(t, []string{`antrea_controller_lb_waiting_services 1`}, samples(body, "antrea_controller_lb_waiting_services"))
-	// b serves, c waits on the exhausted pool; a is a ClusterIP Service now.
+	// b serves, c waits on the exhausted pool, r is refused; a is a ClusterIP Service now.
 	require.Equal(t, []string{
-		`antrea_controller_lb_services{condition="LoadBalancerProvisioning",reason="Complete",status="False"} 2`,
+		`antrea_controller_lb_services{condition="LoadBalancerProvisioning",reason="Complete",status="False"} 3`,
 		`antrea_controller_lb_services{condition="LoadBalancerServing",reason="Infrastructure",status="False"} 1`,
 		`antrea_controller_lb_services{condition="LoadBalancerServing",reason="Serving",status="True"} 1`,
+		`antrea_controller_lb_services{condition="LoadBalancerServing",reason="Unsupported",status="False"} 1`,
 	}, samples(body, "antrea_controller_lb_services"))
 }
 

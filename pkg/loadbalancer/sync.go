@@ -85,6 +85,7 @@ func (c *Controller) cleanup(ctx context.Context, svc *v1.Service) error {
 	}
 	released, wake := c.alloc.Release(key)
 	c.afterRelease(key, released, wake)
+	c.countReleased(released)
 	if len(released) > 0 {
 		c.recorder.Eventf(svc, v1.EventTypeNormal, EventReleased, "Released %s", joinAddrs(released))
 		klog.InfoS("Released LoadBalancer addresses", "service", key, "addresses", released)
@@ -96,6 +97,7 @@ func (c *Controller) cleanup(ctx context.Context, svc *v1.Service) error {
 func (c *Controller) releaseDeleted(key types.NamespacedName) {
 	released, wake := c.alloc.Release(key)
 	c.afterRelease(key, released, wake)
+	c.countReleased(released)
 }
 
 // unpublish clears the status we wrote and removes our finalizer and the
@@ -152,8 +154,8 @@ func (c *Controller) reconcile(ctx context.Context, svc *v1.Service) error {
 		res.Wake = append(res.Wake, wake...)
 	}
 	c.afterRelease(key, nil, res.Wake)
-	c.metrics.allocated(res.Added)
 	if len(res.Added) > 0 && !ev.refused() {
+		c.metrics.allocated(res.Added)
 		c.recorder.Eventf(svc, v1.EventTypeNormal, EventAllocated, "Allocated %s", describeAssignments(res.Added))
 		klog.InfoS("Allocated LoadBalancer addresses", "service", key, "addresses", describeAssignments(res.Added))
 	}
@@ -206,6 +208,7 @@ func (c *Controller) finishRetiring(ctx context.Context, svc, written *v1.Servic
 	published := slices.DeleteFunc(dropped, func(a netip.Addr) bool {
 		return slices.ContainsFunc(added, func(x ipam.Assignment) bool { return x.Addr == a })
 	})
+	c.countReleased(published)
 	if len(published) > 0 {
 		c.recorder.Eventf(svc, v1.EventTypeNormal, EventReleased, "Released %s", joinAddrs(published))
 		klog.InfoS("Released LoadBalancer addresses", "service", key, "addresses", published)
@@ -385,7 +388,6 @@ func pendingMessage(a ipam.Assignment, sharers []*v1.Service) string {
 // choice may change), and queues wake, the Services waiting for an
 // address, longest waiting first.
 func (c *Controller) afterRelease(key types.NamespacedName, dropped []netip.Addr, wake []types.NamespacedName) {
-	c.countReleased(dropped)
 	for _, addr := range dropped {
 		holders := c.alloc.Holders(addr)
 		if len(holders) == 0 {

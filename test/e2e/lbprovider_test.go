@@ -430,7 +430,8 @@ func (p *provider) migration(t *testing.T) {
 	// Once both are served the controller has seen the other-class one too: untouched.
 	o, err := cs.CoreV1().Services(p.ns).Get(ctx, "mig-other", metav1.GetOptions{})
 	require.NoError(t, err)
-	require.Equal(t, []corev1.LoadBalancerIngress{{IP: otherClassIP.String()}}, o.Status.LoadBalancer.Ingress)
+	require.Len(t, o.Status.LoadBalancer.Ingress, 1)
+	require.Equal(t, otherClassIP.String(), o.Status.LoadBalancer.Ingress[0].IP)
 	require.Empty(t, o.Status.Conditions)
 	require.NotContains(t, o.Finalizers, lbapi.Finalizer)
 }

@@ -29,6 +29,7 @@ import (
 	"github.com/antrea-proxy/antrea-proxy/pkg/httpserver"
 	"github.com/antrea-proxy/antrea-proxy/pkg/k8sclient"
 	"github.com/antrea-proxy/antrea-proxy/pkg/loadbalancer"
+	"github.com/antrea-proxy/antrea-proxy/pkg/loadbalancer/ipam"
 	"github.com/antrea-proxy/antrea-proxy/pkg/version"
 )
 
@@ -112,7 +113,14 @@ func run(args []string) error {
 	}
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
+	return serve(ctx, o, cfg, client, pools)
+}
 
+// serve runs the controller (under leader election unless disabled) and its HTTP endpoints
+// until ctx is done or the controller ends.
+func serve(ctx context.Context, o *options, cfg *config.ControllerConfig, client kubernetes.Interface, pools []*ipam.Pool) error {
+	ctx, stop := context.WithCancel(ctx)
+	defer stop()
 	broadcaster := record.NewBroadcaster(record.WithContext(ctx))
 	broadcaster.StartStructuredLogging(0)
 	broadcaster.StartRecordingToSink(&typedcorev1.EventSinkImpl{Interface: client.CoreV1().Events("")})
@@ -150,24 +158,22 @@ func run(args []string) error {
 	serveDone := make(chan error, 1)
 	go func() { serveDone <- httpserver.Serve(ctx, ln, loadbalancer.NewHTTPHandler(httpOpts)) }()
 	defer func() { <-serveDone }()
+	defer stop() // runs first: stops the HTTP server also when the controller ended on its own
 
 	klog.InfoS("Starting antrea-controller", "version", version.Version, "class", cfg.LoadBalancerClass,
 		"pools", len(pools), "leaderElection", elect, "bindAddress", ln.Addr().String())
 	if !elect {
-		err = runController(ctx)
-	} else {
-		host, _ := os.Hostname()
-		err = loadbalancer.RunLeaderElected(ctx, client, loadbalancer.LeaderElection{
-			Namespace:     le.LeaseNamespace,
-			Name:          le.LeaseName,
-			Identity:      host + "_" + rand.String(8),
-			LeaseDuration: le.LeaseDuration.Duration,
-			RenewDeadline: le.RenewDeadline.Duration,
-			RetryPeriod:   le.RetryPeriod.Duration,
-			Status:        &status,
-			WatchDog:      watchDog,
-		}, runController)
+		return runController(ctx)
 	}
-	stop() // also stops the HTTP server when the controller ended on its own
-	return err
+	host, _ := os.Hostname()
+	return loadbalancer.RunLeaderElected(ctx, client, loadbalancer.LeaderElection{
+		Namespace:     le.LeaseNamespace,
+		Name:          le.LeaseName,
+		Identity:      host + "_" + rand.String(8),
+		LeaseDuration: le.LeaseDuration.Duration,
+		RenewDeadline: le.RenewDeadline.Duration,
+		RetryPeriod:   le.RetryPeriod.Duration,
+		Status:        &status,
+		WatchDog:      watchDog,
+	}, runController)
 }

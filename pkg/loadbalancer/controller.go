@@ -13,6 +13,8 @@ import (
 
 	v1 "k8s.io/api/core/v1"
 	discoveryv1 "k8s.io/api/discovery/v1"
+	"k8s.io/apimachinery/pkg/api/meta"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/apimachinery/pkg/types"
 	utilruntime "k8s.io/apimachinery/pkg/util/runtime"
@@ -27,6 +29,7 @@ import (
 	"k8s.io/utils/clock"
 
 	"github.com/antrea-proxy/antrea-proxy/pkg/lbapi"
+	"github.com/antrea-proxy/antrea-proxy/pkg/loadbalancer/conditions"
 	"github.com/antrea-proxy/antrea-proxy/pkg/loadbalancer/ipam"
 )
 
@@ -289,7 +292,34 @@ func (c *Controller) restore() error {
 			c.adopt(req.Owner, svc, req)
 		}
 	}
+	c.restoreWaiting(svcs)
 	return nil
+}
+
+// restoreWaiting gives the Services that were waiting for an address
+// before the restart (Serving=False, reason Infrastructure) their place
+// back: oldest waiting first, by the condition's transition time.
+func (c *Controller) restoreWaiting(svcs []*v1.Service) {
+	type waiting struct {
+		svc   *v1.Service
+		since time.Time
+	}
+	var ws []waiting
+	for _, svc := range svcs {
+		if !c.handles(svc) || svc.DeletionTimestamp != nil {
+			continue
+		}
+		cond := meta.FindStatusCondition(svc.Status.Conditions, conditions.TypeServing)
+		if cond != nil && cond.Status == metav1.ConditionFalse && cond.Reason == conditions.ReasonInfrastructure {
+			ws = append(ws, waiting{svc, cond.LastTransitionTime.Time})
+		}
+	}
+	slices.SortStableFunc(ws, func(a, b waiting) int { return a.since.Compare(b.since) })
+	for _, w := range ws {
+		if req, bad := request(w.svc); len(bad) == 0 {
+			c.alloc.Wait(req)
+		}
+	}
 }
 
 func (c *Controller) worker(ctx context.Context) {

@@ -53,7 +53,9 @@
 // a pool is exhausted or their requested address is taken wait; the
 // allocator reserves a freed address for the Service waiting longest that
 // can use it, so whichever worker syncs first, younger waiters and new
-// Services never overtake it, and every release queues the waiters.
+// Services never overtake it, and every release queues the waiters. After
+// a restart, the Services whose Serving condition says Infrastructure
+// wait again in the order of that condition's transition time.
 //
 // # Taking over from another provider
 //

@@ -9,6 +9,7 @@ import (
 	"github.com/stretchr/testify/require"
 	v1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/kubernetes/fake"
 
 	"github.com/antrea-proxy/antrea-proxy/pkg/config"
@@ -138,4 +139,39 @@ func TestWaitersServedInOrderWithManyWorkers(t *testing.T) {
 		}
 		prev = next
 	}
+}
+
+// TestRestartKeepsWaitingOrder: Services that were waiting for an
+// exhausted pool before a restart keep their order (by the transition
+// time of their Serving=False/Infrastructure condition), whatever order
+// the new controller syncs them in.
+func TestRestartKeepsWaitingOrder(t *testing.T) {
+	proxy := v1.LoadBalancerIPModeProxy
+	holder := lbService("a", withPool("proxy"), func(s *v1.Service) {
+		s.Finalizers = []string{lbapi.Finalizer}
+		s.Status.LoadBalancer.Ingress = []v1.LoadBalancerIngress{{IP: "192.0.2.1", IPMode: &proxy}}
+	})
+	waitingSince := func(d time.Duration) func(*v1.Service) {
+		return func(s *v1.Service) {
+			s.Finalizers = []string{lbapi.Finalizer}
+			s.Status.Conditions = []metav1.Condition{{Type: c.TypeServing, Status: metav1.ConditionFalse,
+				Reason: c.ReasonInfrastructure, Message: `no free IPv4 address in pool "proxy"`,
+				LastTransitionTime: metav1.NewTime(t0.Add(d))}}
+		}
+	}
+	// "b-young" sorts first by name and is listed first; "z-old" waited longer.
+	h := newHarness(t, testPools(), readyNode("node-a", nil), holder,
+		lbService("b-young", withPool("proxy"), waitingSince(2*time.Minute)),
+		lbService("z-old", withPool("proxy"), waitingSince(time.Minute)))
+	require.NoError(t, h.ctrl.restore())
+	require.Equal(t, []types.NamespacedName{{Namespace: "ns", Name: "z-old"}, {Namespace: "ns", Name: "b-young"}}, h.ctrl.waiters())
+
+	require.NoError(t, h.client.CoreV1().Services("ns").Delete(h.ctx, "a", metav1.DeleteOptions{}))
+	require.Eventually(t, func() bool {
+		_, err := h.ctrl.services.Services("ns").Get("a")
+		return err != nil
+	}, 5*time.Second, time.Millisecond)
+	h.sync("a")
+	require.Empty(t, ingressIPs(h.sync("b-young")), "the younger waiter synced first does not overtake")
+	require.Equal(t, []string{"192.0.2.1"}, ingressIPs(h.sync("z-old")))
 }

@@ -122,3 +122,41 @@ func compareUint(x, y uint64) int {
 	}
 	return 0
 }
+
+// Wait records, in call order, that the Service waits for the families of
+// req it holds no address of (the requested address, or any address of
+// its candidate pools), unless it already waits. A restarted controller
+// calls it, oldest first, for the Services that were waiting before, so
+// that they keep their place; their next Ensure settles it.
+func (a *Allocator) Wait(req Request) {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	if a.waiters[req.Owner] != nil {
+		return
+	}
+	var selected *Pool
+	if req.Pool != "" {
+		if selected = a.pool(req.Pool); selected == nil {
+			return
+		}
+	}
+	var ignored Result
+	wanted := a.resolveWanted(req, selected, &ignored)
+	held := a.owners[req.Owner]
+	var needs []need
+	for _, fam := range req.Families {
+		if held != nil && slices.ContainsFunc(held.addrs, func(x netip.Addr) bool { return FamilyOf(x) == fam }) {
+			continue
+		}
+		if w := wanted[fam]; w.IsValid() {
+			needs = append(needs, need{fam: fam, want: w})
+		} else if pools := a.candidatePools(fam, selected); len(pools) > 0 {
+			needs = append(needs, need{fam: fam, pools: pools})
+		}
+	}
+	if len(needs) == 0 {
+		return
+	}
+	a.nextSeq++
+	a.waiters[req.Owner] = &waiter{seq: a.nextSeq, needs: needs}
+}

@@ -90,11 +90,12 @@ func TestMetricsFromState(t *testing.T) {
 // error counter count syncs run by the workers.
 func TestHealthzStalledSync(t *testing.T) {
 	h := newHarness(t, testPools(), readyNode("node-a", nil))
-	release := make(chan struct{})
+	release, entered := make(chan struct{}), make(chan struct{}, 1)
 	var block atomic.Bool
 	block.Store(true)
 	h.client.PrependReactor("update", "services", func(k8stesting.Action) (bool, runtime.Object, error) {
 		if block.Load() {
+			entered <- struct{}{}
 			<-release
 			return true, nil, errors.New("injected failure after a long wait")
 		}
@@ -110,11 +111,11 @@ func TestHealthzStalledSync(t *testing.T) {
 		defer close(done)
 		h.ctrl.processNext(h.ctx)
 	}()
-	require.Eventually(t, func() bool {
-		h.ctrl.mu.Lock()
-		defer h.ctrl.mu.Unlock()
-		return len(h.ctrl.inflight) == 1
-	}, 5*time.Second, time.Millisecond)
+	select {
+	case <-entered: // the sync is inside its first write
+	case <-time.After(10 * time.Second):
+		t.Fatal("the sync never wrote")
+	}
 	code, body := get(t, srv, "/healthz")
 	require.Equal(t, http.StatusOK, code, body)
 	require.Equal(t, "ok", body)

@@ -8,6 +8,8 @@ import (
 	"context"
 	"flag"
 	"fmt"
+	"net"
+	"net/netip"
 	"os"
 	"os/signal"
 	"syscall"
@@ -19,12 +21,15 @@ import (
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/kubernetes/scheme"
 	typedcorev1 "k8s.io/client-go/kubernetes/typed/core/v1"
+	"k8s.io/client-go/tools/leaderelection"
 	"k8s.io/client-go/tools/record"
 	"k8s.io/klog/v2"
 
 	"github.com/antrea-proxy/antrea-proxy/pkg/config"
+	"github.com/antrea-proxy/antrea-proxy/pkg/httpserver"
 	"github.com/antrea-proxy/antrea-proxy/pkg/k8sclient"
 	"github.com/antrea-proxy/antrea-proxy/pkg/loadbalancer"
+	"github.com/antrea-proxy/antrea-proxy/pkg/loadbalancer/ipam"
 	"github.com/antrea-proxy/antrea-proxy/pkg/version"
 )
 
@@ -39,10 +44,15 @@ func main() {
 	}
 }
 
+// leaderHealthTimeout is how long past its renew deadline a leader that
+// has not renewed its Lease stays healthy (client-go's HealthzAdaptor).
+const leaderHealthTimeout = 20 * time.Second
+
 // options are the command-line flags.
 type options struct {
 	configPath  string
 	kubeconfig  string
+	bindAddress string
 	leaderElect bool
 	workers     int
 	showVersion bool
@@ -53,6 +63,7 @@ func parseFlags(args []string) (*options, error) {
 	fs := flag.NewFlagSet("antrea-controller", flag.ContinueOnError)
 	fs.StringVar(&o.configPath, "config", "/etc/antrea/antrea-controller.conf", "path of antrea-controller.conf")
 	fs.StringVar(&o.kubeconfig, "kubeconfig", "", "kubeconfig file; overrides the config file's kubeconfig; empty means in-cluster")
+	fs.StringVar(&o.bindAddress, "bind-address", "", "IP:port of /healthz, /readyz and /metrics; overrides the config file's bindAddress")
 	fs.BoolVar(&o.leaderElect, "leader-elect", true, "use Lease-based leader election (also requires leaderElection.enable in the config); disable only for tests or a single replica")
 	fs.IntVar(&o.workers, "workers", loadbalancer.DefaultWorkers, "number of Services synced in parallel")
 	fs.BoolVar(&o.showVersion, "version", false, "print the version and exit")
@@ -86,6 +97,12 @@ func run(args []string) error {
 	if o.kubeconfig != "" {
 		cfg.Kubeconfig = o.kubeconfig
 	}
+	if o.bindAddress != "" {
+		if _, err := netip.ParseAddrPort(o.bindAddress); err != nil {
+			return fmt.Errorf("--bind-address %q is not an IP:port", o.bindAddress)
+		}
+		cfg.BindAddress = o.bindAddress
+	}
 	rc, err := k8sclient.RESTConfig(cfg.Kubeconfig)
 	if err != nil {
 		return err
@@ -96,7 +113,14 @@ func run(args []string) error {
 	}
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
+	return serve(ctx, o, cfg, client, pools)
+}
 
+// serve runs the controller (under leader election unless disabled) and its HTTP endpoints
+// until ctx is done or the controller ends.
+func serve(ctx context.Context, o *options, cfg *config.ControllerConfig, client kubernetes.Interface, pools []*ipam.Pool) error {
+	ctx, stop := context.WithCancel(ctx)
+	defer stop()
 	broadcaster := record.NewBroadcaster(record.WithContext(ctx))
 	broadcaster.StartStructuredLogging(0)
 	broadcaster.StartRecordingToSink(&typedcorev1.EventSinkImpl{Interface: client.CoreV1().Events("")})
@@ -104,8 +128,9 @@ func run(args []string) error {
 	recorder := broadcaster.NewRecorder(scheme.Scheme, v1.EventSource{Component: "antrea-controller"})
 
 	factory := informers.NewSharedInformerFactory(client, resyncPeriod)
+	metrics := loadbalancer.NewMetrics()
 	ctrl, err := loadbalancer.New(client, factory, loadbalancer.Options{
-		Class: cfg.LoadBalancerClass, Pools: pools, Recorder: recorder, Workers: o.workers,
+		Class: cfg.LoadBalancerClass, Pools: pools, Recorder: recorder, Workers: o.workers, Metrics: metrics,
 	})
 	if err != nil {
 		return err
@@ -116,9 +141,28 @@ func run(args []string) error {
 		return ctrl.Run(ctx)
 	}
 	le := cfg.LeaderElection
+	elect := o.leaderElect && le.Enabled()
+	httpOpts := loadbalancer.HTTPOptions{Controller: ctrl, Metrics: metrics}
+	var status loadbalancer.LeaderStatus
+	watchDog := leaderelection.NewLeaderHealthzAdaptor(leaderHealthTimeout)
+	if elect {
+		httpOpts.Leading, httpOpts.LeaderCheck = status.Leading, watchDog.Check
+	}
+	if err := metrics.RegisterLeader(func() bool { return !elect || status.Leading() }); err != nil {
+		return err
+	}
+	ln, err := net.Listen("tcp", cfg.BindAddress)
+	if err != nil {
+		return fmt.Errorf("listening for /healthz, /readyz and /metrics: %w", err)
+	}
+	serveDone := make(chan error, 1)
+	go func() { serveDone <- httpserver.Serve(ctx, ln, loadbalancer.NewHTTPHandler(httpOpts)) }()
+	defer func() { <-serveDone }()
+	defer stop() // runs first: stops the HTTP server also when the controller ended on its own
+
 	klog.InfoS("Starting antrea-controller", "version", version.Version, "class", cfg.LoadBalancerClass,
-		"pools", len(pools), "leaderElection", o.leaderElect && le.Enabled())
-	if !o.leaderElect || !le.Enabled() {
+		"pools", len(pools), "leaderElection", elect, "bindAddress", ln.Addr().String())
+	if !elect {
 		return runController(ctx)
 	}
 	host, _ := os.Hostname()
@@ -129,5 +173,7 @@ func run(args []string) error {
 		LeaseDuration: le.LeaseDuration.Duration,
 		RenewDeadline: le.RenewDeadline.Duration,
 		RetryPeriod:   le.RetryPeriod.Duration,
+		Status:        &status,
+		WatchDog:      watchDog,
 	}, runController)
 }

@@ -31,6 +31,9 @@ func TestRunRejectsBadConfig(t *testing.T) {
 	require.ErrorContains(t, err, "reading antrea-controller config")
 
 	require.Error(t, run([]string{"--no-such-flag"}))
+	good := filepath.Join(dir, "good.conf")
+	require.NoError(t, os.WriteFile(good, []byte("ipPools:\n- name: p\n  cidrs: [\"10.0.0.0/24\"]\n"), 0o600))
+	require.EqualError(t, run([]string{"--config", good, "--bind-address", "localhost:1"}), `--bind-address "localhost:1" is not an IP:port`)
 	require.EqualError(t, run([]string{"--config", bad, "extra"}), `unexpected arguments ["extra"]`)
 }
 

@@ -31,6 +31,9 @@ const (
 	DefaultLeaseDuration     = 15 * time.Second
 	DefaultRenewDeadline     = 10 * time.Second
 	DefaultRetryPeriod       = 2 * time.Second
+	// DefaultControllerBindAddress is where antrea-controller serves
+	// /healthz, /readyz and /metrics.
+	DefaultControllerBindAddress = "0.0.0.0:10351"
 )
 
 // Values of IPPool.IPMode, spelled as the Service status field
@@ -51,6 +54,10 @@ type ControllerConfig struct {
 	// LoadBalancerClass is the spec.loadBalancerClass this controller
 	// handles, besides Services without a class. Default "antrea-proxy.io/lb".
 	LoadBalancerClass string `json:"loadBalancerClass,omitempty"`
+	// BindAddress is the IP:port where /healthz, /readyz and /metrics
+	// are served (plain HTTP). Default "0.0.0.0:10351"; port 0 picks a
+	// free port (logged).
+	BindAddress string `json:"bindAddress,omitempty"`
 	// LeaderElection makes sure only one replica writes.
 	LeaderElection LeaderElectionConfig `json:"leaderElection"`
 	// IPPools are the address pools, in the order automatic allocation
@@ -312,6 +319,7 @@ func sortedKeys(m map[string]any) []string {
 // Defaults fills every unset field of c with its default.
 func (c *ControllerConfig) Defaults() {
 	setString(&c.LoadBalancerClass, DefaultLoadBalancerClass)
+	setString(&c.BindAddress, DefaultControllerBindAddress)
 	l := &c.LeaderElection
 	setBool(&l.Enable, true)
 	setString(&l.LeaseName, DefaultLeaseName)
@@ -345,6 +353,9 @@ func (c *ControllerConfig) Validate() error {
 	var errs []error
 	if err := validateLoadBalancerClass("loadBalancerClass", c.LoadBalancerClass); err != nil {
 		errs = append(errs, err)
+	}
+	if _, err := netip.ParseAddrPort(c.BindAddress); err != nil {
+		errs = append(errs, fieldErr("bindAddress", "%q is not an IP:port", c.BindAddress))
 	}
 	errs = append(errs, c.LeaderElection.validate("leaderElection")...)
 	if len(c.IPPools) == 0 {

@@ -23,6 +23,7 @@ func TestParseControllerMinimalGetsDefaults(t *testing.T) {
 	require.NoError(t, err)
 	want := &ControllerConfig{
 		LoadBalancerClass: DefaultLoadBalancerClass,
+		BindAddress:       DefaultControllerBindAddress,
 		LeaderElection: LeaderElectionConfig{
 			Enable:         ptr(true),
 			LeaseName:      DefaultLeaseName,
@@ -41,6 +42,7 @@ func TestParseControllerValues(t *testing.T) {
 	in := `
 kubeconfig: /etc/antrea/kubeconfig
 loadBalancerClass: example.com/lb
+bindAddress: "[::1]:9000"
 leaderElection:
   enable: false
   leaseName: lb
@@ -68,6 +70,7 @@ ipPools:
 	want := &ControllerConfig{
 		Kubeconfig:        "/etc/antrea/kubeconfig",
 		LoadBalancerClass: "example.com/lb",
+		BindAddress:       "[::1]:9000",
 		LeaderElection: LeaderElectionConfig{
 			Enable: ptr(false), LeaseName: "lb", LeaseNamespace: "antrea",
 			LeaseDuration: dur(30 * time.Second), RenewDeadline: dur(20 * time.Second), RetryPeriod: dur(5 * time.Second),
@@ -127,6 +130,7 @@ ipPools:
 func TestParseControllerValidationErrors(t *testing.T) {
 	in := `
 loadBalancerClass: nodomain
+bindAddress: localhost:10351
 leaderElection:
   leaseNamespace: Bad_NS
   leaseDuration: 10s
@@ -148,6 +152,7 @@ ipPools:
 	_, err := ParseController([]byte(in))
 	require.Equal(t, []string{
 		`loadBalancerClass: "nodomain" must be prefixed with a domain, e.g. "antrea-proxy.io/lb"`,
+		`bindAddress: "localhost:10351" is not an IP:port`,
 		`leaderElection.leaseNamespace: "Bad_NS" is not a valid namespace: a lowercase RFC 1123 label must consist of lower case alphanumeric characters or '-', and must start and end with an alphanumeric character (e.g. 'my-name',  or '123-abc', regex used for validation is '[a-z0-9]([-a-z0-9]*[a-z0-9])?')`,
 		`leaderElection.renewDeadline: 10s must be < leaseDuration (10s)`,
 		`leaderElection.retryPeriod: 9s is too long for renewDeadline 10s (must be < renewDeadline/1.2)`,

@@ -8,10 +8,13 @@ import (
 	"slices"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	v1 "k8s.io/api/core/v1"
 	discoveryv1 "k8s.io/api/discovery/v1"
+	"k8s.io/apimachinery/pkg/api/meta"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/apimachinery/pkg/types"
 	utilruntime "k8s.io/apimachinery/pkg/util/runtime"
@@ -26,6 +29,7 @@ import (
 	"k8s.io/utils/clock"
 
 	"github.com/antrea-proxy/antrea-proxy/pkg/lbapi"
+	"github.com/antrea-proxy/antrea-proxy/pkg/loadbalancer/conditions"
 	"github.com/antrea-proxy/antrea-proxy/pkg/loadbalancer/ipam"
 )
 
@@ -44,6 +48,12 @@ type Options struct {
 	Clock clock.PassiveClock
 	// Workers is the number of parallel syncs; default DefaultWorkers.
 	Workers int
+	// Metrics receives the controller's metrics; default a new Metrics
+	// that nobody serves.
+	Metrics *Metrics
+	// StallTimeout is how long one sync may run before Stalled reports
+	// it; default DefaultStallTimeout.
+	StallTimeout time.Duration
 }
 
 // Controller is the LoadBalancer IP provider. Create it with New before
@@ -59,15 +69,17 @@ type Controller struct {
 	picker   nodePicker
 	synced   []cache.InformerSynced
 	queue    workqueue.TypedRateLimitingInterface[types.NamespacedName]
+	metrics  *Metrics
+	// ready is set once the caches synced and the allocations are rebuilt.
+	ready        atomic.Bool
+	stallTimeout time.Duration
 
 	mu sync.Mutex
+	// inflight holds when each running sync started.
+	inflight map[types.NamespacedName]time.Time
 	// announcer is the node chosen for each VIP-mode address (shared
 	// addresses have one node for all their Services).
 	announcer map[netip.Addr]string
-	// waiting holds, for each Service that got no address because its
-	// pools are exhausted or its requested address is taken, when it
-	// started waiting. Releases queue them, longest waiting first.
-	waiting map[types.NamespacedName]time.Time
 }
 
 // New builds a Controller on the informers of factory.
@@ -80,6 +92,12 @@ func New(client kubernetes.Interface, factory informers.SharedInformerFactory, o
 	}
 	if opts.Workers <= 0 {
 		opts.Workers = DefaultWorkers
+	}
+	if opts.Metrics == nil {
+		opts.Metrics = NewMetrics()
+	}
+	if opts.StallTimeout <= 0 {
+		opts.StallTimeout = DefaultStallTimeout
 	}
 	svcInf := factory.Core().V1().Services()
 	nodeInf := factory.Core().V1().Nodes()
@@ -95,10 +113,16 @@ func New(client kubernetes.Interface, factory informers.SharedInformerFactory, o
 		picker:    nodePicker{nodes: nodeInf.Lister(), slices: sliceInf.Lister()},
 		synced:    []cache.InformerSynced{svcInf.Informer().HasSynced, nodeInf.Informer().HasSynced, sliceInf.Informer().HasSynced},
 		announcer: make(map[netip.Addr]string),
-		waiting:   make(map[types.NamespacedName]time.Time),
+		inflight:  make(map[types.NamespacedName]time.Time),
+		metrics:   opts.Metrics,
+
+		stallTimeout: opts.StallTimeout,
 		queue: workqueue.NewTypedRateLimitingQueueWithConfig(
 			workqueue.DefaultTypedControllerRateLimiter[types.NamespacedName](),
 			workqueue.TypedRateLimitingQueueConfig[types.NamespacedName]{Name: "loadbalancer"}),
+	}
+	if err := opts.Metrics.registry.Register(newStateCollector(c)); err != nil {
+		return nil, fmt.Errorf("loadbalancer: registering metrics: %w", err)
 	}
 	_, err := svcInf.Informer().AddEventHandler(cache.ResourceEventHandlerFuncs{
 		AddFunc:    c.onService,
@@ -201,6 +225,8 @@ func (c *Controller) Run(ctx context.Context) error {
 	if err := c.restore(); err != nil {
 		return err
 	}
+	c.ready.Store(true)
+	defer c.ready.Store(false)
 	klog.InfoS("LoadBalancer controller started", "class", c.class, "pools", len(c.alloc.Pools()),
 		"restoredAddresses", c.alloc.InUse(), "workers", c.workers)
 	var wg sync.WaitGroup
@@ -266,7 +292,34 @@ func (c *Controller) restore() error {
 			c.adopt(req.Owner, svc, req)
 		}
 	}
+	c.restoreWaiting(svcs)
 	return nil
+}
+
+// restoreWaiting gives the Services that were waiting for an address
+// before the restart (Serving=False, reason Infrastructure) their place
+// back: oldest waiting first, by the condition's transition time.
+func (c *Controller) restoreWaiting(svcs []*v1.Service) {
+	type waiting struct {
+		svc   *v1.Service
+		since time.Time
+	}
+	var ws []waiting
+	for _, svc := range svcs {
+		if !c.handles(svc) || svc.DeletionTimestamp != nil {
+			continue
+		}
+		cond := meta.FindStatusCondition(svc.Status.Conditions, conditions.TypeServing)
+		if cond != nil && cond.Status == metav1.ConditionFalse && cond.Reason == conditions.ReasonInfrastructure {
+			ws = append(ws, waiting{svc, cond.LastTransitionTime.Time})
+		}
+	}
+	slices.SortStableFunc(ws, func(a, b waiting) int { return a.since.Compare(b.since) })
+	for _, w := range ws {
+		if req, bad := request(w.svc); len(bad) == 0 {
+			c.alloc.Wait(req)
+		}
+	}
 }
 
 func (c *Controller) worker(ctx context.Context) {
@@ -280,7 +333,12 @@ func (c *Controller) processNext(ctx context.Context) bool {
 		return false
 	}
 	defer c.queue.Done(key)
-	if err := c.sync(ctx, key); err != nil {
+	start := time.Now()
+	c.syncStarted(key)
+	err := c.sync(ctx, key)
+	c.syncEnded(key)
+	c.metrics.synced(time.Since(start), err)
+	if err != nil {
 		utilruntime.HandleErrorWithContext(ctx, err, "Syncing LoadBalancer Service failed; will retry", "service", key)
 		c.queue.AddRateLimited(key)
 		return true

@@ -45,4 +45,34 @@
 // use the object's resourceVersion; on a conflict the Service is read
 // again and the sync is redone. Leader election (RunLeaderElected) keeps a
 // second replica from writing.
+//
+// An address a Service stops using (its type, class, requested address,
+// pool or families changed, or it is refused) is retiring: no other
+// Service can get it until the status write that stops publishing it has
+// succeeded (or the Service is gone). Services that get no address because
+// a pool is exhausted or their requested address is taken wait; the
+// allocator reserves a freed address for the Service waiting longest that
+// can use it, so whichever worker syncs first, younger waiters and new
+// Services never overtake it, and every release queues the waiters. After
+// a restart, the Services whose Serving condition says Infrastructure
+// wait again in the order of that condition's transition time.
+//
+// # Taking over from another provider
+//
+// A Service this controller handles whose status.loadBalancer.ingress was
+// set by someone else (no finalizer: another provider, or this controller
+// before it had written one) keeps those addresses that lie in a pool it
+// may use and are free: they are adopted, at start (after the Services
+// with the finalizer) and on every sync, and get ipMode, announcing node,
+// finalizer and conditions. Addresses outside every pool cannot be
+// announced or proxied by antrea-proxy, so the Service gets new addresses
+// from the pools instead; to keep such an address, add it to a pool.
+// Services of another class are never touched.
+//
+// # Health and metrics
+//
+// NewHTTPHandler serves /healthz (no sync wedged, Lease renewed),
+// /readyz (informers synced and allocations rebuilt; a standby is ready)
+// and /readyz/leader (only the writer), and Metrics on /metrics; see
+// docs/metrics.md.
 package loadbalancer

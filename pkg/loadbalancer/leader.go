@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"sync/atomic"
 	"time"
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -22,6 +23,24 @@ type LeaderElection struct {
 	// LeaseDuration, RenewDeadline and RetryPeriod as in client-go's
 	// leaderelection.LeaderElectionConfig.
 	LeaseDuration, RenewDeadline, RetryPeriod time.Duration
+	// Status, when set, records whether this replica leads.
+	Status *LeaderStatus
+	// WatchDog, when set, is client-go's health adaptor: its Check fails
+	// while this replica leads but has not renewed the Lease in time.
+	WatchDog *leaderelection.HealthzAdaptor
+}
+
+// LeaderStatus records whether this replica holds the Lease. It is safe
+// for concurrent use; the zero value is a standby.
+type LeaderStatus struct{ leading atomic.Bool }
+
+// Leading reports whether this replica holds the Lease.
+func (s *LeaderStatus) Leading() bool { return s.leading.Load() }
+
+func (s *LeaderStatus) set(v bool) {
+	if s != nil {
+		s.leading.Store(v)
+	}
 }
 
 // ErrLostLeadership is returned by RunLeaderElected when this replica stops
@@ -49,13 +68,16 @@ func RunLeaderElected(ctx context.Context, client kubernetes.Interface, le Leade
 		RetryPeriod:     le.RetryPeriod,
 		ReleaseOnCancel: true,
 		Name:            le.Name,
+		WatchDog:        le.WatchDog,
 		Callbacks: leaderelection.LeaderCallbacks{
 			OnStartedLeading: func(ctx context.Context) {
 				klog.InfoS("Became leader", "lease", klog.KRef(le.Namespace, le.Name), "identity", le.Identity)
+				le.Status.set(true)
 				runDone <- run(ctx)
 				cancel()
 			},
 			OnStoppedLeading: func() {
+				le.Status.set(false)
 				klog.InfoS("Stopped leading", "lease", klog.KRef(le.Namespace, le.Name), "identity", le.Identity)
 			},
 			OnNewLeader: func(id string) {

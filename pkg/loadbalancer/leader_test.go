@@ -30,9 +30,11 @@ func TestRunLeaderElectedOneWriterAtATime(t *testing.T) {
 			return nil
 		}
 	}
+	status := map[string]*LeaderStatus{"a": {}, "b": {}}
 	le := func(id string) LeaderElection {
 		return LeaderElection{Namespace: "kube-system", Name: "lb", Identity: id,
-			LeaseDuration: time.Second, RenewDeadline: 500 * time.Millisecond, RetryPeriod: 50 * time.Millisecond}
+			LeaseDuration: time.Second, RenewDeadline: 500 * time.Millisecond, RetryPeriod: 50 * time.Millisecond,
+			Status: status[id]}
 	}
 	ctxs := map[string]context.CancelFunc{}
 	results := map[string]chan error{}
@@ -61,6 +63,8 @@ func TestRunLeaderElectedOneWriterAtATime(t *testing.T) {
 		t.Fatal("no replica became leader")
 	}
 	second := map[string]string{"a": "b", "b": "a"}[first]
+	require.True(t, status[first].Leading())
+	require.False(t, status[second].Leading(), "the standby does not report leading")
 	// The other replica stays a follower while the leader renews.
 	select {
 	case id := <-leaders:
@@ -70,11 +74,13 @@ func TestRunLeaderElectedOneWriterAtATime(t *testing.T) {
 	// The leader stops and releases the Lease: the other one takes over.
 	ctxs[first]()
 	require.NoError(t, <-results[first])
+	require.False(t, status[first].Leading(), "a replica that stopped reports it")
 	select {
 	case id := <-leaders:
 		require.Equal(t, second, id)
 	case <-time.After(5 * time.Second):
 		t.Fatal("the second replica did not take over")
 	}
+	require.True(t, status[second].Leading())
 	require.Equal(t, int32(1), maxActive.Load(), "never two leaders at once")
 }

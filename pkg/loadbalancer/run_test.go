@@ -94,7 +94,7 @@ func waitAllServing(t *testing.T, client *fake.Clientset, n int) map[string]*v1.
 			got[svc.Name] = svc
 		}
 		return true
-	}, 20*time.Second, 10*time.Millisecond)
+	}, 60*time.Second, 10*time.Millisecond)
 	return got
 }
 

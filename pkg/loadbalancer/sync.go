@@ -2,6 +2,7 @@ package loadbalancer
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"net/netip"
 	"slices"
@@ -35,8 +36,7 @@ const (
 func (c *Controller) sync(ctx context.Context, key types.NamespacedName) error {
 	svc, err := c.services.Services(key.Namespace).Get(key.Name)
 	if apierrors.IsNotFound(err) {
-		c.setWaiting(key, false)
-		c.afterRelease(key, c.alloc.Release(key))
+		c.releaseDeleted(key)
 		return nil
 	}
 	if err != nil {
@@ -47,8 +47,7 @@ func (c *Controller) sync(ctx context.Context, key types.NamespacedName) error {
 		if attempt++; attempt > 1 {
 			fresh, err := c.client.CoreV1().Services(key.Namespace).Get(ctx, key.Name, metav1.GetOptions{})
 			if apierrors.IsNotFound(err) {
-				c.setWaiting(key, false)
-				c.afterRelease(key, c.alloc.Release(key))
+				c.releaseDeleted(key)
 				return nil
 			}
 			if err != nil {
@@ -75,18 +74,30 @@ func (c *Controller) sync(ctx context.Context, key types.NamespacedName) error {
 // written.
 func (c *Controller) cleanup(ctx context.Context, svc *v1.Service) error {
 	key := types.NamespacedName{Namespace: svc.Namespace, Name: svc.Name}
-	c.setWaiting(key, false)
+	// Retiring keeps the addresses blocked (and ends a wait) while the
+	// writes below may fail.
+	_, waiting := c.alloc.Retire(key)
+	c.afterRelease(key, nil, waiting)
 	if hasFinalizer(svc.Finalizers) {
 		if err := c.unpublish(ctx, svc); err != nil {
 			return err
 		}
 	}
-	if released := c.alloc.Release(key); len(released) > 0 {
-		c.afterRelease(key, released)
+	released, wake := c.alloc.Release(key)
+	c.afterRelease(key, released, wake)
+	c.countReleased(released)
+	if len(released) > 0 {
 		c.recorder.Eventf(svc, v1.EventTypeNormal, EventReleased, "Released %s", joinAddrs(released))
 		klog.InfoS("Released LoadBalancer addresses", "service", key, "addresses", released)
 	}
 	return nil
+}
+
+// releaseDeleted frees the addresses of a Service that no longer exists.
+func (c *Controller) releaseDeleted(key types.NamespacedName) {
+	released, wake := c.alloc.Release(key)
+	c.afterRelease(key, released, wake)
+	c.countReleased(released)
 }
 
 // unpublish clears the status we wrote and removes our finalizer and the
@@ -125,29 +136,28 @@ func (c *Controller) reconcile(ctx context.Context, svc *v1.Service) error {
 	req, bad := request(svc)
 	var res ipam.Result
 	if len(bad) > 0 {
-		res.Released = c.alloc.Release(key)
+		res.Retiring, res.Wake = c.alloc.Retire(key)
 	} else {
 		c.adopt(key, svc, req)
 		res = c.alloc.Ensure(req)
 	}
 	ev := evaluate(svc, res, bad)
-	c.setWaiting(key, !ev.refused() && waitsForAddress(res.Problems))
 	if ev.refused() && len(res.Assigned) > 0 {
-		// Addresses allocated by this call were never published.
-		for _, a := range c.alloc.Release(key) {
-			if !slices.ContainsFunc(res.Added, func(x ipam.Assignment) bool { return x.Addr == a }) {
-				res.Released = append(res.Released, a)
-			}
-		}
-		res.Assigned, res.Added = nil, nil
+		// A refused Service holds nothing; what it held retires like the
+		// rest, until the status write below stops publishing it.
+		retired, wake := c.alloc.Retire(key)
+		res.Retiring = append(res.Retiring, retired...)
+		res.Wake = append(res.Wake, wake...)
+		res.Assigned = nil
+	} else if ev.refused() {
+		_, wake := c.alloc.Retire(key) // ends a wait
+		res.Wake = append(res.Wake, wake...)
 	}
-	c.afterRelease(key, res.Released)
-	if len(res.Added) > 0 {
+	c.afterRelease(key, nil, res.Wake)
+	if len(res.Added) > 0 && !ev.refused() {
+		c.metrics.allocated(res.Added)
 		c.recorder.Eventf(svc, v1.EventTypeNormal, EventAllocated, "Allocated %s", describeAssignments(res.Added))
 		klog.InfoS("Allocated LoadBalancer addresses", "service", key, "addresses", describeAssignments(res.Added))
-	}
-	if len(res.Released) > 0 {
-		c.recorder.Eventf(svc, v1.EventTypeNormal, EventReleased, "Released %s", joinAddrs(res.Released))
 	}
 
 	anns, pending, err := c.announce(svc, res.Assigned)
@@ -173,7 +183,68 @@ func (c *Controller) reconcile(ctx context.Context, svc *v1.Service) error {
 	if svc, err = c.writeMetadata(ctx, svc, anns); err != nil {
 		return err
 	}
-	return c.writeStatus(ctx, svc, res.Assigned, verdict)
+	written, err := c.writeStatus(ctx, svc, res.Assigned, verdict)
+	if err != nil {
+		return err
+	}
+	return c.finishRetiring(ctx, svc, written, res.Added)
+}
+
+// finishRetiring frees the addresses the Service dropped, now that the
+// status as written (or found already right) no longer publishes them.
+// Addresses this sync added and dropped again (a refused Service) were
+// never published and get no Event.
+func (c *Controller) finishRetiring(ctx context.Context, svc, written *v1.Service, added []ipam.Assignment) error {
+	key := types.NamespacedName{Namespace: svc.Namespace, Name: svc.Name}
+	retiring := c.alloc.Retiring(key)
+	if len(retiring) == 0 {
+		return nil
+	}
+	if err := c.confirmUnpublished(ctx, svc, written, retiring); err != nil {
+		return err
+	}
+	dropped, wake := c.alloc.Unpublished(key)
+	c.afterRelease(key, dropped, wake)
+	published := slices.DeleteFunc(dropped, func(a netip.Addr) bool {
+		return slices.ContainsFunc(added, func(x ipam.Assignment) bool { return x.Addr == a })
+	})
+	c.countReleased(published)
+	if len(published) > 0 {
+		c.recorder.Eventf(svc, v1.EventTypeNormal, EventReleased, "Released %s", joinAddrs(published))
+		klog.InfoS("Released LoadBalancer addresses", "service", key, "addresses", published)
+	}
+	return nil
+}
+
+// confirmUnpublished makes sure the stored Service publishes none of
+// addrs. written is what writeStatus stored; when nothing needed writing
+// (written is nil), svc is the informer's copy, which may lag behind our
+// own earlier write, so the API server is asked. A Service still
+// publishing one of them is a conflict, which redoes the sync on a fresh
+// copy.
+func (c *Controller) confirmUnpublished(ctx context.Context, svc, written *v1.Service, addrs []netip.Addr) error {
+	publishes := func(s *v1.Service) bool {
+		return slices.ContainsFunc(ingressAddrs(s), func(a netip.Addr) bool { return slices.Contains(addrs, a) })
+	}
+	stillPublished := apierrors.NewConflict(v1.Resource("services"), svc.Name,
+		errors.New("the status still publishes an address the Service dropped"))
+	if written != nil {
+		if publishes(written) {
+			return stillPublished
+		}
+		return nil
+	}
+	stored, err := c.client.CoreV1().Services(svc.Namespace).Get(ctx, svc.Name, metav1.GetOptions{})
+	if apierrors.IsNotFound(err) {
+		return nil
+	}
+	if err != nil {
+		return err
+	}
+	if publishes(stored) {
+		return stillPublished
+	}
+	return nil
 }
 
 // adopt makes a Service that holds no address take the ingress addresses
@@ -215,7 +286,9 @@ func (c *Controller) writeMetadata(ctx context.Context, svc *v1.Service, anns []
 
 // writeStatus writes ingress and conditions when they differ from the
 // stored status, and emits a warning Event when serving fails anew.
-func (c *Controller) writeStatus(ctx context.Context, svc *v1.Service, as []ipam.Assignment, v conditions.Verdict) error {
+// It returns the Service as stored after its write, or nil when nothing
+// needed writing.
+func (c *Controller) writeStatus(ctx context.Context, svc *v1.Service, as []ipam.Assignment, v conditions.Verdict) (*v1.Service, error) {
 	st := svc.Status.DeepCopy()
 	var before metav1.Condition
 	if old := meta.FindStatusCondition(st.Conditions, conditions.TypeServing); old != nil {
@@ -224,20 +297,20 @@ func (c *Controller) writeStatus(ctx context.Context, svc *v1.Service, as []ipam
 	st.LoadBalancer.Ingress = ingress(svc, as)
 	changed := conditions.Apply(&st.Conditions, v, metav1.NewTime(c.clock.Now()))
 	if !changed && apiequality.Semantic.DeepEqual(svc.Status.LoadBalancer, st.LoadBalancer) {
-		return nil
+		return nil, nil
 	}
 	upd := svc.DeepCopy()
 	upd.Status = *st
 	out, err := c.client.CoreV1().Services(svc.Namespace).UpdateStatus(ctx, upd, metav1.UpdateOptions{})
 	if err != nil {
-		return err
+		return nil, err
 	}
 	after := meta.FindStatusCondition(out.Status.Conditions, conditions.TypeServing)
 	if after != nil && after.Status == metav1.ConditionFalse && (after.Reason != before.Reason || after.Message != before.Message) &&
 		(after.Reason == conditions.ReasonUnsupported || after.Reason == conditions.ReasonInfrastructure) {
 		c.recorder.Eventf(out, v1.EventTypeWarning, EventAllocationFailed, "%s: %s", after.Reason, after.Message)
 	}
-	return nil
+	return out, nil
 }
 
 // announce picks the announcing node of each VIP-mode address. It returns
@@ -310,15 +383,12 @@ func pendingMessage(a ipam.Assignment, sharers []*v1.Service) string {
 	return msg + " to announce " + a.Addr.String()
 }
 
-// afterRelease forgets the announcing node of released addresses nobody
+// afterRelease forgets the announcing node of dropped addresses nobody
 // holds any more, queues the remaining holders of shared ones (their node
-// choice may change), and queues the Services waiting for an address,
-// longest waiting first.
-func (c *Controller) afterRelease(key types.NamespacedName, released []netip.Addr) {
-	if len(released) == 0 {
-		return
-	}
-	for _, addr := range released {
+// choice may change), and queues wake, the Services waiting for an
+// address, longest waiting first.
+func (c *Controller) afterRelease(key types.NamespacedName, dropped []netip.Addr, wake []types.NamespacedName) {
+	for _, addr := range dropped {
 		holders := c.alloc.Holders(addr)
 		if len(holders) == 0 {
 			c.mu.Lock()
@@ -332,51 +402,16 @@ func (c *Controller) afterRelease(key types.NamespacedName, released []netip.Add
 			}
 		}
 	}
-	for _, w := range c.waiters() {
+	for _, w := range wake {
 		if w != key {
 			c.queue.Add(w)
 		}
 	}
 }
 
-// waitsForAddress reports whether problems include one that a release
-// can solve: an exhausted pool or a requested address in use.
-func waitsForAddress(problems []ipam.Problem) bool {
-	return slices.ContainsFunc(problems, func(p ipam.Problem) bool {
-		return p.Kind == ipam.Exhausted || p.Kind == ipam.WantedInUse
-	})
-}
-
-// setWaiting records whether the Service waits for an address; a Service
-// that keeps waiting keeps its original start time.
-func (c *Controller) setWaiting(key types.NamespacedName, waiting bool) {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	if !waiting {
-		delete(c.waiting, key)
-		return
-	}
-	if _, ok := c.waiting[key]; !ok {
-		c.waiting[key] = c.clock.Now()
-	}
-}
-
-// waiters returns the waiting Services, longest waiting first.
-func (c *Controller) waiters() []types.NamespacedName {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	out := make([]types.NamespacedName, 0, len(c.waiting))
-	for k := range c.waiting {
-		out = append(out, k)
-	}
-	slices.SortFunc(out, func(a, b types.NamespacedName) int {
-		if d := c.waiting[a].Compare(c.waiting[b]); d != 0 {
-			return d
-		}
-		return strings.Compare(a.String(), b.String())
-	})
-	return out
-}
+// waiters returns the Services waiting for an address, longest waiting
+// first.
+func (c *Controller) waiters() []types.NamespacedName { return c.alloc.Waiters() }
 
 func describeAssignments(as []ipam.Assignment) string {
 	parts := make([]string, len(as))

@@ -104,8 +104,8 @@ func TestFailedCleanupWriteKeepsAddress(t *testing.T) {
 	h.update("a", toClusterIP)
 	h.settle("a", "b")
 	require.Error(t, h.ctrl.sync(h.ctx, types.NamespacedName{Namespace: "ns", Name: "a"}))
-	require.Equal(t, []types.NamespacedName{{Namespace: "ns", Name: "a"}}, h.ctrl.alloc.Holders(proxyAddr),
-		"the address stays held while the Service may still publish it")
+	require.Equal(t, []netip.Addr{proxyAddr}, h.ctrl.alloc.Retiring(types.NamespacedName{Namespace: "ns", Name: "a"}),
+		"the address stays blocked while the Service may still publish it")
 	require.Empty(t, ingressIPs(h.sync("b")))
 
 	failing.Store(false)
@@ -113,6 +113,7 @@ func TestFailedCleanupWriteKeepsAddress(t *testing.T) {
 	require.Empty(t, ingressIPs(a))
 	require.Empty(t, a.Finalizers)
 	require.Empty(t, h.ctrl.alloc.Holders(proxyAddr))
+	require.Zero(t, h.ctrl.alloc.InUse())
 	require.Contains(t, h.settle("a", "b"), "b", "the release queues the waiter")
 	require.Equal(t, []string{"192.0.2.1"}, ingressIPs(h.sync("b")))
 }
@@ -141,4 +142,29 @@ func TestWaiterServedOnRelease(t *testing.T) {
 	b := waitAllServing(t, client, 1)["b"]
 	require.Equal(t, []string{"10.3.0.1"}, ingressIPs(b))
 	t.Logf("waiting Service served %v after the address was released", time.Since(start))
+}
+
+// TestYoungerSyncedFirstDoesNotOvertake: after a release, whichever
+// worker syncs first, the freed address goes to the Service waiting
+// longest: a younger waiter or a new Service synced before it gets
+// nothing.
+func TestYoungerSyncedFirstDoesNotOvertake(t *testing.T) {
+	h := newHarness(t, testPools(), readyNode("node-a", nil))
+	h.create(lbService("a", withPool("proxy")))
+	require.Equal(t, []string{"192.0.2.1"}, ingressIPs(h.sync("a")))
+	h.create(lbService("old", withPool("proxy")))
+	require.Empty(t, ingressIPs(h.sync("old")))
+	h.create(lbService("young", withPool("proxy")))
+	require.Empty(t, ingressIPs(h.sync("young")))
+
+	h.update("a", toClusterIP)
+	h.settle("a", "old", "young")
+	h.sync("a")
+	h.create(lbService("new", withPool("proxy")))
+	young := h.sync("young")
+	require.Empty(t, ingressIPs(young), "a younger waiter synced first does not take the address")
+	require.Contains(t, servingCond(t, young).Message, "no free IPv4 address")
+	require.Empty(t, ingressIPs(h.sync("new")), "nor does a new Service")
+	require.Equal(t, []string{"192.0.2.1"}, ingressIPs(h.sync("old")))
+	require.Equal(t, []types.NamespacedName{{Namespace: "ns", Name: "young"}, {Namespace: "ns", Name: "new"}}, h.ctrl.waiters())
 }

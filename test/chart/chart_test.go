@@ -186,6 +186,18 @@ func TestControllerDeployment(t *testing.T) {
 	require.Equal(t, "/etc/antrea", c.VolumeMounts[0].MountPath)
 	require.Equal(t, "antrea-proxy/antrea-controller:0.1.0", c.Image)
 	require.True(t, *spec.SecurityContext.RunAsNonRoot)
+
+	// The probes use the port antrea-controller serves /healthz and /readyz on.
+	require.Contains(t, c.Args, "--bind-address=0.0.0.0:10351")
+	require.Len(t, c.Ports, 1)
+	require.Equal(t, int32(10351), c.Ports[0].ContainerPort)
+	require.Equal(t, "/healthz", c.LivenessProbe.HTTPGet.Path)
+	require.Equal(t, c.Ports[0].Name, c.LivenessProbe.HTTPGet.Port.String())
+	require.Equal(t, "/readyz", c.ReadinessProbe.HTTPGet.Path)
+	require.Equal(t, c.Ports[0].Name, c.ReadinessProbe.HTTPGet.Port.String())
+	moved := container(t, render(t, h, "--set", "controller.port=10999").deployment(t).Spec.Template.Spec, "antrea-controller")
+	require.Contains(t, moved.Args, "--bind-address=0.0.0.0:10999")
+	require.Equal(t, int32(10999), moved.Ports[0].ContainerPort)
 }
 
 // TestAntreaProxyValuesMatchConfig checks that values.yaml's antreaProxy section carries every

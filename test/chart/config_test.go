@@ -175,6 +175,7 @@ func TestControllerConfParsesStrictly(t *testing.T) {
 		require.NoError(t, err, "antrea-controller.conf:\n%s", conf)
 		want := &config.ControllerConfig{
 			LoadBalancerClass: "antrea-proxy.io/lb",
+			BindAddress:       config.DefaultControllerBindAddress,
 			LeaderElection: config.LeaderElectionConfig{
 				Enable: ptr(true), LeaseName: "antrea-controller", LeaseNamespace: Namespace,
 				LeaseDuration: config.Duration{Duration: 15 * time.Second},

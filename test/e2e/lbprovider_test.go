@@ -5,7 +5,10 @@ package e2e
 import (
 	"context"
 	"fmt"
+	"net/http"
 	"net/netip"
+	"slices"
+	"strconv"
 	"strings"
 	"sync"
 	"testing"
@@ -16,6 +19,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/util/intstr"
 
+	"github.com/antrea-proxy/antrea-proxy/pkg/config"
 	"github.com/antrea-proxy/antrea-proxy/pkg/lbapi"
 	"github.com/antrea-proxy/antrea-proxy/pkg/loadbalancer/conditions"
 	"github.com/antrea-proxy/antrea-proxy/test/e2e/framework"
@@ -39,6 +43,9 @@ type provider struct {
 	sb *framework.Sandbox
 	lb *framework.LBController
 	ns string
+	// http is where the controller serves /healthz, /readyz and /metrics once migration
+	// restarted it.
+	http string
 }
 
 // TestLoadBalancerProvider runs the real antrea-controller in the sandbox and checks its
@@ -69,6 +76,8 @@ func TestLoadBalancerProvider(t *testing.T) {
 	t.Run("UnsupportedIsSkipped", p.unsupportedSkipped)
 	t.Run("ConcurrentAllocation", p.concurrent)
 	t.Run("WaitingServedOnRelease", p.waitingServedOnRelease)
+	t.Run("MigrationFromAnotherProvider", p.migration)
+	t.Run("HealthAndMetrics", p.healthAndMetrics)
 }
 
 // waitingServedOnRelease exhausts the one-address pool "tiny", and measures how long the
@@ -360,4 +369,177 @@ func (p *provider) concurrent(t *testing.T) {
 	})
 	require.Len(t, addrs, n, "%d distinct addresses", n)
 	t.Logf("%d Services created at once got %d distinct addresses in %v", n, len(addrs), time.Since(start).Round(time.Millisecond))
+}
+
+// Addresses "another provider" gave before antrea-controller took over: one inside the VIP
+// pool (high, so no earlier subtest's allocation holds it), one outside every pool.
+var (
+	migratedInPool  = netip.MustParseAddr("172.18.0.250")
+	migratedOutside = netip.MustParseAddr("203.0.113.7")
+	otherClassIP    = netip.MustParseAddr("172.18.0.251")
+)
+
+// migration: while antrea-controller is stopped, another provider serves class-less
+// LoadBalancer Services (it set status.loadBalancer.ingress; no finalizer, no conditions, no
+// ipMode). When antrea-controller starts, the Service whose address lies in its VIP pool keeps
+// that address (now with ipMode VIP, an announcing node, the finalizer and the KEP-4631
+// conditions) and answers there; the one whose address lies outside every pool gets a new
+// address from the pools; a Service of another class is left alone.
+func (p *provider) migration(t *testing.T) {
+	ctx := context.Background()
+	cs := p.sb.CP.Client
+	labels := map[string]string{"app": "mig"}
+	pods, err := p.sb.RunPods(ctx, framework.EchoPod(p.ns, "mig-1", p.sb.Nodes[0], labels))
+	require.NoError(t, err)
+
+	p.sb.StopLBController(p.lb)
+	other := "example.com/other-lb"
+	for _, m := range []struct {
+		name string
+		ip   netip.Addr
+		mut  func(*corev1.Service)
+	}{
+		{"mig-in", migratedInPool, nil},
+		{"mig-out", migratedOutside, nil},
+		{"mig-other", otherClassIP, func(s *corev1.Service) { s.Spec.LoadBalancerClass = &other }},
+	} {
+		svc := p.create(t, p.service(m.name, "mig", m.mut))
+		svc.Status.LoadBalancer.Ingress = []corev1.LoadBalancerIngress{{IP: m.ip.String()}}
+		_, err := cs.CoreV1().Services(p.ns).UpdateStatus(ctx, svc, metav1.UpdateOptions{})
+		require.NoError(t, err, "the other provider's status of %s", m.name)
+	}
+	require.NoError(t, p.sb.WaitEndpoints(ctx, p.ns, "mig-in", pods[0].Status.PodIP))
+
+	p.http, err = p.sb.RestartLBController(p.lb)
+	require.NoError(t, err)
+
+	in := p.serving(t, "mig-in")
+	require.Equal(t, migratedInPool, ingressIP(t, in, corev1.LoadBalancerIPModeVIP), "adopted, not replaced")
+	require.Contains(t, in.Finalizers, lbapi.Finalizer)
+	require.NotNil(t, findCondition(in, conditions.TypeProvisioning))
+	node := p.sb.NodeByName(announcer(t, in, migratedInPool))
+	require.NotNil(t, node, "announcing node of %s: %q", migratedInPool, in.Annotations[lbapi.AnnotationAnnouncingNode])
+	echoUntil(t, p.sb.Net.Client, "tcp", hostPort(migratedInPool.String(), 80), "the client to reach mig-1 through the adopted "+migratedInPool.String(),
+		func(r framework.EchoReply) (bool, string) { return r.Server == "mig-1", "" })
+
+	out := p.serving(t, "mig-out")
+	ip := ingressIP(t, out, corev1.LoadBalancerIPModeVIP)
+	require.NotEqual(t, migratedOutside, ip)
+	require.True(t, providerVIPPool.Contains(ip), "%s: a new address from the first pool", ip)
+
+	// Once both are served the controller has seen the other-class one too: untouched.
+	o, err := cs.CoreV1().Services(p.ns).Get(ctx, "mig-other", metav1.GetOptions{})
+	require.NoError(t, err)
+	require.Len(t, o.Status.LoadBalancer.Ingress, 1)
+	require.Equal(t, otherClassIP.String(), o.Status.LoadBalancer.Ingress[0].IP)
+	require.Empty(t, o.Status.Conditions)
+	require.NotContains(t, o.Finalizers, lbapi.Finalizer)
+}
+
+// healthAndMetrics checks the restarted controller's endpoints: /readyz is 200 once it has
+// synced, /healthz is 200, and /metrics counts what the Services show: the addresses in use per
+// pool, the Services by Serving condition, and the one address allocated since the restart
+// (mig-out's; restored and adopted addresses are not allocations).
+func (p *provider) healthAndMetrics(t *testing.T) {
+	require.NotEmpty(t, p.http, "needs MigrationFromAnotherProvider, which restarts the controller")
+	framework.WaitFor(t, providerTimeout, "antrea-controller /readyz to be 200", func(ctx context.Context) (bool, string, error) {
+		code, body, err := framework.HTTPGet(ctx, p.http, "/readyz?verbose")
+		return err == nil && code == http.StatusOK, fmt.Sprintf("%d %s %v", code, body, err), nil
+	})
+	for _, path := range []string{"/healthz", "/readyz/leader"} {
+		code, body, err := framework.HTTPGet(context.Background(), p.http, path)
+		require.NoError(t, err)
+		require.Equal(t, http.StatusOK, code, "%s: %s", path, body)
+	}
+	framework.WaitFor(t, providerTimeout, "/metrics to match the Services", func(ctx context.Context) (bool, string, error) {
+		want, err := p.expectedMetrics(ctx)
+		if err != nil {
+			return false, "", err
+		}
+		code, body, err := framework.HTTPGet(ctx, p.http, "/metrics")
+		if err != nil || code != http.StatusOK {
+			return false, fmt.Sprintf("/metrics: %d %v", code, err), nil
+		}
+		got := parseSamples(body)
+		var diffs []string
+		for name, v := range want {
+			if got[name] != v {
+				diffs = append(diffs, fmt.Sprintf("%s = %v, want %v", name, got[name], v))
+			}
+		}
+		slices.Sort(diffs)
+		return len(diffs) == 0, strings.Join(diffs, "; "), nil
+	})
+}
+
+// expectedMetrics derives, from every Service in the cluster, the samples /metrics must show.
+func (p *provider) expectedMetrics(ctx context.Context) (map[string]float64, error) {
+	list, err := p.sb.CP.Client.CoreV1().Services("").List(ctx, metav1.ListOptions{})
+	if err != nil {
+		return nil, err
+	}
+	used := map[string]map[string]bool{}
+	want := map[string]float64{`antrea_controller_lb_allocations_total{pool="vip"}`: 1}
+	serving := 0.0
+	for _, pool := range p.lb.Config.IPPools {
+		used[pool.Name] = map[string]bool{}
+	}
+	for i := range list.Items {
+		svc := &list.Items[i]
+		class := p.lb.Config.LoadBalancerClass
+		if class == "" {
+			class = config.DefaultLoadBalancerClass
+		}
+		if svc.Spec.Type != corev1.ServiceTypeLoadBalancer || (svc.Spec.LoadBalancerClass != nil && *svc.Spec.LoadBalancerClass != class) {
+			continue
+		}
+		if c := findCondition(svc, conditions.TypeServing); c != nil && c.Status == metav1.ConditionTrue {
+			serving++
+		}
+		for _, ing := range svc.Status.LoadBalancer.Ingress {
+			ip, err := netip.ParseAddr(ing.IP)
+			if err != nil {
+				continue
+			}
+			if pool := poolOf(p.lb.Config.IPPools, ip); pool != "" {
+				used[pool][ing.IP] = true
+			}
+		}
+	}
+	for pool, ips := range used {
+		want[fmt.Sprintf(`antrea_controller_lb_pool_addresses_used{pool=%q}`, pool)] = float64(len(ips))
+	}
+	want[`antrea_controller_lb_services{condition="LoadBalancerServing",reason="Serving",status="True"}`] = serving
+	want["antrea_controller_leader"] = 1
+	return want, nil
+}
+
+func poolOf(pools []config.IPPool, ip netip.Addr) string {
+	for _, p := range pools {
+		ranges, _ := p.AddressRanges()
+		for _, r := range ranges {
+			if r.Contains(ip) {
+				return p.Name
+			}
+		}
+	}
+	return ""
+}
+
+// parseSamples reads the samples of a Prometheus text exposition: "name{labels}" → value.
+func parseSamples(body string) map[string]float64 {
+	out := map[string]float64{}
+	for _, l := range strings.Split(body, "\n") {
+		if l == "" || strings.HasPrefix(l, "#") {
+			continue
+		}
+		i := strings.LastIndexByte(l, ' ')
+		if i < 0 {
+			continue
+		}
+		if v, err := strconv.ParseFloat(l[i+1:], 64); err == nil {
+			out[l[:i]] = v
+		}
+	}
+	return out
 }

@@ -83,8 +83,15 @@ type Result struct {
 	Assigned []Assignment
 	// Added are the addresses newly assigned by this call.
 	Added []Assignment
-	// Released are the addresses the Service no longer holds.
-	Released []netip.Addr
+	// Retiring are the addresses the Service no longer holds but may
+	// still publish: they stay blocked for every other Service until the
+	// caller, once its writes that stop publishing them succeeded, calls
+	// Unpublished.
+	Retiring []netip.Addr
+	// Wake are the Services waiting for an address that this call may
+	// have unblocked (it ended the Service's own wait, lifting what was
+	// reserved for it), longest waiting first.
+	Wake []types.NamespacedName
 	// Problems explain missing or substituted addresses.
 	Problems []Problem
 }
@@ -97,19 +104,34 @@ type owner struct {
 
 // Allocator tracks which Service holds which address. It is safe for
 // concurrent use; every method runs under one lock.
+//
+// An address a Service stops holding is first *retiring*: still blocked
+// for everybody else until the caller reports (Unpublished) that the
+// Service no longer publishes it. Services that got no address because
+// their pools are exhausted or their requested address is taken are
+// *waiting*, in the order they started to wait; a free address that an
+// older waiter could take is reserved for it, so a younger Service (or a
+// new one) never overtakes it, whichever worker syncs first.
 type Allocator struct {
 	mu      sync.Mutex
 	pools   []*Pool
 	holders map[netip.Addr][]types.NamespacedName
 	owners  map[types.NamespacedName]*owner
+	// retiring maps an address to the Services that dropped it but may
+	// still publish it.
+	retiring map[netip.Addr][]types.NamespacedName
+	waiters  map[types.NamespacedName]*waiter
+	nextSeq  uint64
 }
 
 // New returns an allocator over pools (in allocation order).
 func New(pools []*Pool) *Allocator {
 	return &Allocator{
-		pools:   pools,
-		holders: make(map[netip.Addr][]types.NamespacedName),
-		owners:  make(map[types.NamespacedName]*owner),
+		pools:    pools,
+		holders:  make(map[netip.Addr][]types.NamespacedName),
+		owners:   make(map[types.NamespacedName]*owner),
+		retiring: make(map[netip.Addr][]types.NamespacedName),
+		waiters:  make(map[types.NamespacedName]*waiter),
 	}
 }
 
@@ -149,11 +171,52 @@ func (a *Allocator) Assigned(svc types.NamespacedName) []Assignment {
 	return a.assignments(svc)
 }
 
-// InUse returns the number of addresses held by at least one Service.
+// InUse returns the number of addresses held by at least one Service or
+// retiring.
 func (a *Allocator) InUse() int {
 	a.mu.Lock()
 	defer a.mu.Unlock()
-	return len(a.holders)
+	n := len(a.holders)
+	for addr := range a.retiring {
+		if len(a.holders[addr]) == 0 {
+			n++
+		}
+	}
+	return n
+}
+
+// PoolUsage is how many addresses of a pool are in use.
+type PoolUsage struct {
+	Pool *Pool
+	// Used counts the pool's addresses held by a Service or retiring.
+	Used int
+}
+
+// Usage returns the use of every pool, in pool order.
+func (a *Allocator) Usage() []PoolUsage {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	out := make([]PoolUsage, len(a.pools))
+	for i, p := range a.pools {
+		out[i].Pool = p
+	}
+	count := func(addr netip.Addr) {
+		for i, p := range a.pools {
+			if p.Contains(addr) {
+				out[i].Used++
+				return
+			}
+		}
+	}
+	for addr := range a.holders {
+		count(addr)
+	}
+	for addr := range a.retiring {
+		if len(a.holders[addr]) == 0 {
+			count(addr)
+		}
+	}
+	return out
 }
 
 func (a *Allocator) assignments(svc types.NamespacedName) []Assignment {
@@ -185,7 +248,8 @@ func (a *Allocator) Ensure(req Request) Result {
 	var selected *Pool
 	if req.Pool != "" {
 		if selected = a.pool(req.Pool); selected == nil {
-			res.Released = a.releaseLocked(req.Owner)
+			res.Retiring = a.retireLocked(req.Owner)
+			res.Wake = a.stopWaitingLocked(req.Owner)
 			res.Problems = append(res.Problems, Problem{Kind: UnknownPool,
 				Message: fmt.Sprintf("pool %q (annotation) is not configured", req.Pool)})
 			return res
@@ -199,12 +263,13 @@ func (a *Allocator) Ensure(req Request) Result {
 			keep = append(keep, addr)
 		}
 	}
-	// Release whatever the Service holds beyond keep (e.g. a family it
+	// Retire whatever the Service holds beyond keep (e.g. a family it
 	// dropped).
 	for _, addr := range o.addrs {
 		if !slices.Contains(keep, addr) {
 			a.dropHolder(addr, req.Owner)
-			res.Released = append(res.Released, addr)
+			a.retiring[addr] = insertSorted(a.retiring[addr], req.Owner)
+			res.Retiring = append(res.Retiring, addr)
 		}
 	}
 	o.addrs = keep
@@ -212,6 +277,7 @@ func (a *Allocator) Ensure(req Request) Result {
 		delete(a.owners, req.Owner)
 	}
 	res.Assigned = a.assignments(req.Owner)
+	res.Wake = a.updateWaitingLocked(req, selected, res.Problems)
 	return res
 }
 
@@ -273,6 +339,11 @@ func (a *Allocator) ensureFamily(req Request, o *owner, fam v1.IPFamily, selecte
 				Message: fmt.Sprintf("requested address %s is in use by %s", want, a.describeHolders(want, req.Owner, o))})
 			return netip.Addr{}, false
 		}
+		if w, ok := a.reservedFor(want, req.Owner); ok && len(a.holders[want]) == 0 {
+			res.Problems = append(res.Problems, Problem{Kind: WantedInUse, Family: fam, Addr: want,
+				Message: fmt.Sprintf("requested address %s is reserved for %s, which has waited longer for an address", want, w)})
+			return netip.Addr{}, false
+		}
 		return a.take(want, req.Owner, res), true
 	}
 	if o.shareKey != "" {
@@ -280,8 +351,15 @@ func (a *Allocator) ensureFamily(req Request, o *owner, fam v1.IPFamily, selecte
 			return a.take(addr, req.Owner, res), true
 		}
 	}
+	busy := func(x netip.Addr) bool {
+		if len(a.holders[x]) > 0 || len(a.retiring[x]) > 0 {
+			return true
+		}
+		_, reserved := a.reservedFor(x, req.Owner)
+		return reserved
+	}
 	for _, p := range candidates {
-		if addr, ok := p.firstFree(fam, func(x netip.Addr) bool { return len(a.holders[x]) > 0 }); ok {
+		if addr, ok := p.firstFree(fam, busy); ok {
 			return a.take(addr, req.Owner, res), true
 		}
 	}
@@ -331,6 +409,9 @@ func (a *Allocator) findShareable(fam v1.IPFamily, candidates []*Pool, svc types
 // canHold reports whether svc (described by o) may hold addr next to its
 // current holders.
 func (a *Allocator) canHold(addr netip.Addr, svc types.NamespacedName, o *owner) bool {
+	if !slices.Contains(a.holders[addr], svc) && slices.ContainsFunc(a.retiring[addr], func(r types.NamespacedName) bool { return r != svc }) {
+		return false // still published by a Service that dropped it
+	}
 	for _, h := range a.holders[addr] {
 		if h == svc {
 			continue
@@ -345,6 +426,11 @@ func (a *Allocator) canHold(addr netip.Addr, svc types.NamespacedName, o *owner)
 
 func (a *Allocator) describeHolders(addr netip.Addr, svc types.NamespacedName, o *owner) string {
 	var parts []string
+	for _, r := range a.retiring[addr] {
+		if r != svc {
+			parts = append(parts, r.String()+", which still publishes it until its status is updated")
+		}
+	}
 	for _, h := range a.holders[addr] {
 		if h == svc {
 			continue
@@ -381,6 +467,7 @@ func clashing(a, b []PortKey) string {
 }
 
 func (a *Allocator) take(addr netip.Addr, svc types.NamespacedName, res *Result) netip.Addr {
+	a.dropRetiring(addr, svc)
 	if !slices.Contains(a.holders[addr], svc) {
 		a.holders[addr] = insertSorted(a.holders[addr], svc)
 		res.Added = append(res.Added, Assignment{Addr: addr, Pool: a.PoolOf(addr)})
@@ -397,23 +484,99 @@ func (a *Allocator) dropHolder(addr netip.Addr, svc types.NamespacedName) {
 	}
 }
 
-// Release frees every address held by the Service and returns them.
-func (a *Allocator) Release(svc types.NamespacedName) []netip.Addr {
-	a.mu.Lock()
-	defer a.mu.Unlock()
-	return a.releaseLocked(svc)
+func (a *Allocator) dropRetiring(addr netip.Addr, svc types.NamespacedName) {
+	rs := slices.DeleteFunc(a.retiring[addr], func(r types.NamespacedName) bool { return r == svc })
+	if len(rs) == 0 {
+		delete(a.retiring, addr)
+	} else {
+		a.retiring[addr] = rs
+	}
 }
 
-func (a *Allocator) releaseLocked(svc types.NamespacedName) []netip.Addr {
+// Release frees every address the Service holds or is retiring, for a
+// Service that publishes nothing any more (deleted, or its status
+// cleared), and ends its wait. It returns the addresses the Service
+// dropped (shared ones may still have other holders) and the waiting
+// Services to retry, longest waiting first.
+func (a *Allocator) Release(svc types.NamespacedName) ([]netip.Addr, []types.NamespacedName) {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	a.retireLocked(svc)
+	wake := a.stopWaitingLocked(svc)
+	dropped, freed := a.unpublishedLocked(svc)
+	if freed {
+		wake = a.waitersLocked(0)
+	}
+	return dropped, wake
+}
+
+// Retire makes the Service hold nothing and ends its wait: its addresses
+// become retiring (blocked until Unpublished). It returns them, and the
+// waiting Services to retry.
+func (a *Allocator) Retire(svc types.NamespacedName) ([]netip.Addr, []types.NamespacedName) {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	return a.retireLocked(svc), a.stopWaitingLocked(svc)
+}
+
+func (a *Allocator) retireLocked(svc types.NamespacedName) []netip.Addr {
 	o := a.owners[svc]
 	if o == nil {
 		return nil
 	}
 	for _, addr := range o.addrs {
 		a.dropHolder(addr, svc)
+		a.retiring[addr] = insertSorted(a.retiring[addr], svc)
 	}
 	delete(a.owners, svc)
 	return o.addrs
+}
+
+// Unpublished reports that the Service no longer publishes the addresses
+// it is retiring (the writes that removed them succeeded): they are
+// freed. It returns those addresses (shared ones may still have other
+// holders) and, when one of them is now free, the waiting Services to
+// retry, longest waiting first.
+func (a *Allocator) Unpublished(svc types.NamespacedName) ([]netip.Addr, []types.NamespacedName) {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	dropped, freed := a.unpublishedLocked(svc)
+	if !freed {
+		return dropped, nil
+	}
+	return dropped, a.waitersLocked(0)
+}
+
+// Retiring returns the addresses the Service dropped but may still
+// publish, sorted.
+func (a *Allocator) Retiring(svc types.NamespacedName) []netip.Addr {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	var out []netip.Addr
+	for addr, rs := range a.retiring {
+		if slices.Contains(rs, svc) {
+			out = append(out, addr)
+		}
+	}
+	slices.SortFunc(out, netip.Addr.Compare)
+	return out
+}
+
+// unpublishedLocked ends the Service's retiring of its addresses and
+// returns them, and whether any of them is now free of every holder.
+func (a *Allocator) unpublishedLocked(svc types.NamespacedName) ([]netip.Addr, bool) {
+	var dropped []netip.Addr
+	freed := false
+	for addr, rs := range a.retiring {
+		if !slices.Contains(rs, svc) {
+			continue
+		}
+		a.dropRetiring(addr, svc)
+		dropped = append(dropped, addr)
+		freed = freed || len(a.holders[addr]) == 0 && len(a.retiring[addr]) == 0
+	}
+	slices.SortFunc(dropped, netip.Addr.Compare)
+	return dropped, freed
 }
 
 // Restore records that the Service already holds addrs (read back from
@@ -451,6 +614,7 @@ func (a *Allocator) Restore(svc types.NamespacedName, addrs []netip.Addr, shareK
 				Message: fmt.Sprintf("address %s is in use by %s", addr, a.describeHolders(addr, svc, o))})
 			continue
 		}
+		a.dropRetiring(addr, svc)
 		a.holders[addr] = insertSorted(a.holders[addr], svc)
 		o.addrs = append(o.addrs, addr)
 	}

@@ -102,7 +102,7 @@ func TestEnsureAllocates(t *testing.T) {
 			again := a.Ensure(tc.req)
 			require.Equal(t, tc.want, addrs(again.Assigned))
 			require.Empty(t, again.Added)
-			require.Empty(t, again.Released)
+			require.Empty(t, again.Retiring)
 		})
 	}
 }
@@ -121,8 +121,12 @@ func TestExhaustionAndRelease(t *testing.T) {
 	require.Equal(t, []ProblemKind{Exhausted}, kinds(res.Problems))
 	require.Equal(t, `no free IPv4 address in pool "a"`, res.Problems[0].Message)
 
-	require.Equal(t, []netip.Addr{ip("10.0.0.2")}, a.Release(svc("s2")))
-	require.Nil(t, a.Release(svc("s2")))
+	dropped, wake := a.Release(svc("s2"))
+	require.Equal(t, []netip.Addr{ip("10.0.0.2")}, dropped)
+	require.Equal(t, []types.NamespacedName{svc("s5")}, wake, "the release wakes the waiter")
+	dropped, wake = a.Release(svc("s2"))
+	require.Nil(t, dropped)
+	require.Nil(t, wake)
 	res = a.Ensure(Request{Owner: svc("s5"), Families: v4, Pool: "a"})
 	require.Equal(t, []netip.Addr{ip("10.0.0.2")}, addrs(res.Assigned))
 	require.Empty(t, res.Problems)
@@ -134,13 +138,13 @@ func TestRequestChanges(t *testing.T) {
 	s := svc("s")
 	res := a.Ensure(Request{Owner: s, Families: dual})
 	require.Equal(t, []netip.Addr{ip("10.0.0.1"), ip("fd00::1")}, addrs(res.Assigned))
-	// Dropping a family releases its address.
+	// Dropping a family retires its address.
 	res = a.Ensure(Request{Owner: s, Families: v4})
-	require.Equal(t, []netip.Addr{ip("fd00::1")}, res.Released)
+	require.Equal(t, []netip.Addr{ip("fd00::1")}, res.Retiring)
 	// Requesting another address moves the Service there.
 	res = a.Ensure(Request{Owner: s, Families: v4, Wanted: []netip.Addr{ip("10.0.0.3")}})
 	require.Equal(t, []netip.Addr{ip("10.0.0.3")}, addrs(res.Assigned))
-	require.Equal(t, []netip.Addr{ip("10.0.0.1")}, res.Released)
+	require.Equal(t, []netip.Addr{ip("10.0.0.1")}, res.Retiring)
 	// Selecting another pool moves it too.
 	res = a.Ensure(Request{Owner: s, Families: v4, Pool: "p"})
 	require.Equal(t, []netip.Addr{ip("192.0.2.1")}, addrs(res.Assigned))
@@ -210,7 +214,7 @@ func TestSharingAutomatic(t *testing.T) {
 	// A port change that clashes makes the changed Service move.
 	r2 = a.Ensure(Request{Owner: svc("dns"), Families: v4, ShareKey: "k", Ports: []PortKey{tcp(80)}})
 	require.Equal(t, []netip.Addr{ip("10.0.0.3")}, addrs(r2.Assigned))
-	require.Equal(t, []netip.Addr{ip("10.0.0.1")}, r2.Released)
+	require.Equal(t, []netip.Addr{ip("10.0.0.1")}, r2.Retiring)
 }
 
 func TestRestore(t *testing.T) {

@@ -88,6 +88,37 @@ func (p *Pool) HasFamily(f v1.IPFamily) bool {
 	return false
 }
 
+// Size returns the number of addresses in the pool (as a float: an IPv6
+// range can hold more than 2^64).
+func (p *Pool) Size() float64 {
+	var n float64
+	for _, r := range p.ranges {
+		n += rangeSize(r)
+	}
+	return n
+}
+
+func rangeSize(r Range) float64 {
+	first, last := r.First.As16(), r.Last.As16()
+	var n float64
+	borrow := 0
+	// last - first, byte by byte from the lowest.
+	diff := make([]byte, 16)
+	for i := 15; i >= 0; i-- {
+		d := int(last[i]) - int(first[i]) - borrow
+		borrow = 0
+		if d < 0 {
+			d += 256
+			borrow = 1
+		}
+		diff[i] = byte(d)
+	}
+	for _, b := range diff {
+		n = n*256 + float64(b)
+	}
+	return n + 1
+}
+
 // firstFree returns the lowest address of family f in the pool for which
 // used is false.
 func (p *Pool) firstFree(f v1.IPFamily, used func(netip.Addr) bool) (netip.Addr, bool) {

@@ -27,14 +27,15 @@ func ptr[T any](v T) *T { return &v }
 // defaultAgentConfig is what antrea-agent runs with for the chart's default values.
 func defaultAgentConfig() *config.AgentConfig {
 	return &config.AgentConfig{
-		NodeName:        "node-a",
-		OVSBridge:       "br-int",
-		OVSDatapathType: "system",
-		OVSRunDir:       "/var/run/openvswitch",
-		HostGateway:     "antrea-gw0",
-		APISocket:       "/var/run/antrea/antrea-agent.sock",
-		APITCPAddress:   "127.0.0.1:10350",
-		APITokenFile:    "/var/run/antrea-api/token",
+		NodeName:           "node-a",
+		OVSBridge:          "br-int",
+		OVSDatapathType:    "system",
+		OVSRunDir:          "/var/run/openvswitch",
+		OVSOpenFlowBackend: "native",
+		HostGateway:        "antrea-gw0",
+		APISocket:          "/var/run/antrea/antrea-agent.sock",
+		APITCPAddress:      "127.0.0.1:10350",
+		APITokenFile:       "/var/run/antrea-api/token",
 		AntreaProxy: config.AntreaProxyConfig{
 			Enable:               ptr(true),
 			NodePortAddresses:    []string{},
@@ -66,6 +67,7 @@ ovs:
   bridge: br-test
   datapathType: netdev
   hostGateway: gw-test
+  openFlowBackend: ofctl
 agent:
   apiPort: 10444
 controller:
@@ -83,7 +85,7 @@ func TestAgentConfParsesStrictly(t *testing.T) {
 	noLBIPs.AntreaProxy.ProxyLoadBalancerIPs = ptr(false)
 	every := &config.AgentConfig{
 		NodeName: "node-a", OVSBridge: "br-test", OVSDatapathType: "netdev", OVSRunDir: "/var/run/openvswitch",
-		HostGateway: "gw-test", APISocket: "/var/run/antrea/antrea-agent.sock",
+		OVSOpenFlowBackend: "ofctl", HostGateway: "gw-test", APISocket: "/var/run/antrea/antrea-agent.sock",
 		APITCPAddress: "127.0.0.1:10444", APITokenFile: "/var/run/antrea-api/token",
 		AntreaProxy: config.AntreaProxyConfig{
 			Enable:               ptr(false),

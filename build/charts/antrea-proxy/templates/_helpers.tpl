@@ -33,6 +33,7 @@ schema. Its sha256 is the checksum/config annotation of the agent Pods.
 ovsBridge: {{ .Values.ovs.bridge | quote }}
 ovsDatapathType: {{ .Values.ovs.datapathType | quote }}
 ovsRunDir: /var/run/openvswitch
+ovsOpenFlowBackend: {{ .Values.ovs.openFlowBackend | quote }}
 hostGateway: {{ .Values.ovs.hostGateway | quote }}
 apiSocket: /var/run/antrea/antrea-agent.sock
 # Loopback only; the kubelet probes /healthz here. Other paths need the token, which the

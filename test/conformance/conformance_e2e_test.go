@@ -63,7 +63,10 @@ func TestConformance(t *testing.T) {
 
 	start := time.Now()
 	worlds := [2]*world{startWorld(t, framework.ProxyAntrea), startWorld(t, framework.ProxyKubeProxy)}
+	timeout := time.Duration(envInt(t, "CONFORMANCE_PROBE_TIMEOUT_MS", 2000)) * time.Millisecond
+	workers := envInt(t, "CONFORMANCE_WORKERS", probeWorkers)
 	for _, w := range worlds {
+		w.probeTimeout = timeout
 		w.create(t, shapes)
 	}
 	t.Logf("both sandboxes ready in %v", time.Since(start).Round(time.Second))
@@ -73,7 +76,7 @@ func TestConformance(t *testing.T) {
 	for i := range all {
 		all[i] = i
 	}
-	out := probeAll(worlds, rows, all, firstProbes, probeWorkers)
+	out := probeAll(worlds, rows, all, firstProbes, workers)
 	verdicts := make([]Verdict, len(rows))
 	var again []int
 	for i, r := range rows {
@@ -82,7 +85,7 @@ func TestConformance(t *testing.T) {
 			again = append(again, i)
 		}
 	}
-	more := probeAll(worlds, rows, again, extraProbes, probeWorkers)
+	more := probeAll(worlds, rows, again, extraProbes, workers)
 	for _, i := range again {
 		verdicts[i] = Judge(rules, rows[i], out[0][i].Union(more[0][i]), out[1][i].Union(more[1][i]))
 	}

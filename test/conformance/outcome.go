@@ -16,7 +16,8 @@ import (
 
 // Failure classes of a probe.
 const (
-	Refused     = "refused"     // a TCP reset, an ICMP port/admin unreachable, or (from the host) EPERM: rejected
+	Refused     = "refused"     // a TCP reset or an ICMP port/admin unreachable: rejected
+	Vetoed      = "vetoed"      // EPERM: the host's own packet dropped or rejected by its netfilter on the way out
 	Dropped     = "dropped"     // no answer before the deadline
 	Unreachable = "unreachable" // no route or ARP failed (ICMP host/net unreachable)
 	Closed      = "closed"      // accepted, then closed or reset without an answer (a proxy whose upstream refused)
@@ -90,9 +91,10 @@ func pick(c bool, a, b string) string {
 func FailureClass(err error) string {
 	var ne net.Error
 	switch {
-	case errors.Is(err, syscall.ECONNREFUSED), errors.Is(err, syscall.EPERM):
-		// EPERM: a packet of the host's own socket rejected on its way out.
+	case errors.Is(err, syscall.ECONNREFUSED):
 		return Refused
+	case errors.Is(err, syscall.EPERM):
+		return Vetoed
 	case errors.Is(err, syscall.EHOSTUNREACH), errors.Is(err, syscall.ENETUNREACH):
 		return Unreachable
 	case errors.Is(err, io.EOF), errors.Is(err, syscall.ECONNRESET):

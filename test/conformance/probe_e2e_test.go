@@ -9,11 +9,7 @@ import (
 	"strconv"
 	"strings"
 	"sync"
-	"time"
 )
-
-// probeTimeout is how long a probe waits for an answer before it counts as dropped.
-const probeTimeout = 2 * time.Second
 
 // address is the row's destination in w.
 func (w *world) address(r Row) string {
@@ -36,7 +32,7 @@ func (w *world) address(r Row) string {
 func (w *world) probeOnce(r Row) string {
 	c := w.clients[r.Client]
 	proto := strings.ToLower(r.Port.Protocol)
-	reply, err := c.ns.Echo(context.Background(), proto, w.address(r), probeTimeout)
+	reply, err := c.ns.Echo(context.Background(), proto, w.address(r), w.probeTimeout)
 	if err != nil {
 		class := FailureClass(err)
 		if class == Failed {

@@ -20,9 +20,11 @@ import (
 //	outcome:*->X,Y    whatever kube-proxy saw, antrea-proxy saw only X and/or Y (failure classes)
 //	outcome:*->*      whatever kube-proxy saw, antrea-proxy may see anything (a known bug's rows)
 //	answers:*->subset antrea-proxy's answers are some of kube-proxy's (fewer backends eligible)
+//	fail:A->X,Y       kube-proxy's failure class A is X or Y for antrea-proxy
+//	extra:*->dropped  antrea-proxy saw what kube-proxy saw and, besides answers, some drops
 //
-// A row differs acceptably when one matching rule, or all matching rules applied in table
-// order, turn kube-proxy's outcome into antrea-proxy's.
+// A row differs acceptably when some of the matching rules, applied in table order, turn
+// kube-proxy's outcome into antrea-proxy's.
 
 // Markers around the rules table in docs/conformance.md.
 const (
@@ -135,6 +137,17 @@ func parseRewrite(clause string) (rewrite, error) {
 	switch kind {
 	case "src":
 		return srcRewrite(strings.Split(from, ","), to), nil
+	case "fail":
+		classes, err := failureClasses(clause, to)
+		if err != nil {
+			return nil, err
+		}
+		return failTokenRewrite(from, classes), nil
+	case "extra":
+		if from != "*" || to != Dropped {
+			return nil, fmt.Errorf("rewrite %q: want extra:*->dropped", clause)
+		}
+		return extraDropRewrite, nil
 	case "answers":
 		if from != "*" || to != "subset" {
 			return nil, fmt.Errorf("rewrite %q: want answers:*->subset", clause)
@@ -147,16 +160,59 @@ func parseRewrite(clause string) (rewrite, error) {
 		if from != "*" {
 			return nil, fmt.Errorf("rewrite %q: outcome rewrites start from *", clause)
 		}
-		var classes []string
-		for _, c := range strings.Split(to, ",") {
-			if c != Refused && c != Dropped && c != Unreachable && c != Closed && c != Failed {
-				return nil, fmt.Errorf("rewrite %q: %q is not a failure class", clause, c)
-			}
-			classes = append(classes, c)
+		classes, err := failureClasses(clause, to)
+		if err != nil {
+			return nil, err
 		}
 		return failRewrite(classes), nil
 	}
 	return nil, fmt.Errorf("rewrite %q: unknown kind %q (want src or outcome)", clause, kind)
+}
+
+// failureClasses parses a comma-separated list of failure classes.
+func failureClasses(clause, list string) ([]string, error) {
+	var classes []string
+	for _, c := range strings.Split(list, ",") {
+		switch c {
+		case Refused, Vetoed, Dropped, Unreachable, Closed, Failed:
+			classes = append(classes, c)
+		default:
+			return nil, fmt.Errorf("rewrite %q: %q is not a failure class", clause, c)
+		}
+	}
+	return classes, nil
+}
+
+// failTokenRewrite replaces the failure token from with each of to.
+func failTokenRewrite(from string, to []string) rewrite {
+	return func(kp Outcome) []Outcome {
+		has := false
+		for _, t := range kp {
+			has = has || t == from
+		}
+		if !has {
+			return []Outcome{kp}
+		}
+		var out []Outcome
+		for _, c := range to {
+			toks := []string{c}
+			for _, t := range kp {
+				if t != from {
+					toks = append(toks, t)
+				}
+			}
+			out = append(out, NewOutcome(toks...))
+		}
+		return out
+	}
+}
+
+// extraDropRewrite adds a drop to an answered outcome.
+func extraDropRewrite(kp Outcome) []Outcome {
+	if !kp.Answered() {
+		return []Outcome{kp}
+	}
+	return []Outcome{kp.Union(NewOutcome(Dropped))}
 }
 
 func srcRewrite(from []string, to string) rewrite {
@@ -252,8 +308,13 @@ func (r Rule) apply(kp []Outcome) []Outcome {
 	return cur
 }
 
+// maxMatching bounds the rules Explain combines (every subset of them is tried).
+const maxMatching = 8
+
 // Explain returns the IDs of the rules that explain why a row's antrea-proxy outcome differs
-// from kube-proxy's, or nil when none does.
+// from kube-proxy's, or nil when none does: the smallest set of matching rules (tried in
+// table order) whose rewrites, applied one after the other, turn kube-proxy's outcome into
+// antrea-proxy's.
 func Explain(rules []Rule, attrs map[string]string, antrea, kubeProxy Outcome) []string {
 	var matching []Rule
 	for _, r := range rules {
@@ -261,30 +322,34 @@ func Explain(rules []Rule, attrs map[string]string, antrea, kubeProxy Outcome) [
 			matching = append(matching, r)
 		}
 	}
-	contains := func(cands []Outcome) bool {
-		for _, c := range cands {
-			if c.Equal(antrea) {
-				return true
+	if len(matching) > maxMatching {
+		matching = matching[:maxMatching]
+	}
+	var best []string
+	for mask := 1; mask < 1<<len(matching); mask++ {
+		cur := []Outcome{kubeProxy}
+		var ids []string
+		any := false
+		for i, r := range matching {
+			if mask&(1<<i) == 0 {
+				continue
 			}
+			ids = append(ids, r.ID)
+			any = any || r.any
+			cur = r.apply(cur)
 		}
-		return false
-	}
-	for _, r := range matching {
-		if r.any || contains(r.apply([]Outcome{kubeProxy})) {
-			return []string{r.ID}
+		if (any || containsOutcome(cur, antrea)) && (best == nil || len(ids) < len(best)) {
+			best = ids
 		}
 	}
-	if len(matching) < 2 {
-		return nil
+	return best
+}
+
+func containsOutcome(cands []Outcome, o Outcome) bool {
+	for _, c := range cands {
+		if c.Equal(o) {
+			return true
+		}
 	}
-	cur := []Outcome{kubeProxy}
-	ids := make([]string, 0, len(matching))
-	for _, r := range matching {
-		cur = r.apply(cur)
-		ids = append(ids, r.ID)
-	}
-	if contains(cur) {
-		return ids
-	}
-	return nil
+	return false
 }

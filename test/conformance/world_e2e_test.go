@@ -28,6 +28,8 @@ type world struct {
 	backendIPs map[string]string
 	clients    map[string]*client
 	addrs      Addresses
+	// probeTimeout is how long a probe waits for an answer before it counts as dropped.
+	probeTimeout time.Duration
 
 	mu   sync.Mutex
 	errs map[string]string // the first unclassified probe error of each row

@@ -100,6 +100,14 @@ func TestConformance(t *testing.T) {
 			fmt.Fprintf(&b, "shape %s\n", j)
 		}
 		b.WriteString(Report(verdicts))
+		for _, v := range verdicts {
+			if !v.Antrea.Answered() {
+				continue
+			}
+			for _, at := range worlds[0].drops[v.Row.Key()] {
+				fmt.Fprintf(&b, "lost %s %s at %s\n", worlds[0].kind, v.Row.Key(), at.Format("15:04:05.000"))
+			}
+		}
 		for _, w := range worlds {
 			for k, e := range w.errs {
 				fmt.Fprintf(&b, "error %s %s: %s\n", w.kind, k, e)

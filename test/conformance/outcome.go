@@ -146,10 +146,10 @@ func (o Outcome) String() string {
 	return strings.Join(o, " ")
 }
 
-// Answered reports whether any probe was answered.
+// Answered reports whether any probe was answered (also in a reduced, Sticky outcome).
 func (o Outcome) Answered() bool {
 	for _, t := range o {
-		if _, _, ok := splitAnswer(t); ok {
+		if _, _, ok := splitAnswer(t); ok || strings.HasPrefix(t, "sticky:") || t == "unsticky" {
 			return true
 		}
 	}

@@ -9,6 +9,7 @@ import (
 	"strconv"
 	"strings"
 	"sync"
+	"time"
 )
 
 // address is the row's destination in w.
@@ -32,9 +33,13 @@ func (w *world) address(r Row) string {
 func (w *world) probeOnce(r Row) string {
 	c := w.clients[r.Client]
 	proto := strings.ToLower(r.Port.Protocol)
+	start := time.Now()
 	reply, err := c.ns.Echo(context.Background(), proto, w.address(r), w.probeTimeout)
 	if err != nil {
 		class := FailureClass(err)
+		if class == Dropped {
+			w.noteDrop(r, start)
+		}
 		if class == Failed {
 			w.noteError(r, err)
 		}
@@ -94,4 +99,11 @@ func (w *world) noteError(r Row, err error) {
 	if _, ok := w.errs[r.Key()]; !ok {
 		w.errs[r.Key()] = err.Error()
 	}
+}
+
+// noteDrop records when a probe of the row that got no answer started, for the report.
+func (w *world) noteDrop(r Row, start time.Time) {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	w.drops[r.Key()] = append(w.drops[r.Key()], start)
 }

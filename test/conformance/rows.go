@@ -80,13 +80,14 @@ func clientNode(c string) int {
 // lbmode, ranges (the first source range), clienteps and targeteps (what the client's and the
 // NodePort's node have: ready, serving or none; - when not a node), own (true when the client's
 // own node handles the address: not another node's NodePort, not the external client), hints
-// (all, partial or -) and readyeps (whether any endpoint is ready).
+// (all, partial or -), td (trafficDistribution, "" for none) and readyeps (whether any endpoint
+// is ready).
 func (r Row) Attrs() map[string]string {
 	s := r.Shape
 	a := map[string]string{
 		"addr": r.Target, "client": r.Client, "type": s.Type, "proto": r.Port.Protocol,
 		"etp": policy(s.ETPLocal), "itp": policy(s.ITPLocal), "affinity": strconv.FormatBool(s.Affinity),
-		"lbmode": "-", "ranges": "-", "clienteps": "-", "targeteps": "-",
+		"lbmode": "-", "ranges": "-", "clienteps": "-", "targeteps": "-", "td": s.TrafficDistribution,
 		"own": strconv.FormatBool(r.ownNode()), "hints": s.hints(), "readyeps": strconv.FormatBool(s.endpointsOn(0) == "ready" || s.endpointsOn(1) == "ready"),
 	}
 	if r.Target == "lb" {
@@ -120,7 +121,7 @@ func (r Row) ownNode() bool {
 // hints is "all" when the shape asks for topology-aware routing and every endpoint has a zone
 // hint, "partial" when some have none, "-" without trafficDistribution.
 func (s *Shape) hints() string {
-	if !s.PreferClose {
+	if s.TrafficDistribution == "" {
 		return "-"
 	}
 	for _, ep := range s.Endpoints {

@@ -112,6 +112,8 @@ func TestExplain(t *testing.T) {
 			NewOutcome("b2b<-client"), NewOutcome("b1a<-client", "b2a<-client"), ""},
 		{"two rules together", attrs("addr", "nodePort@node2", "client", "external"),
 			NewOutcome("b2a<-svip", "b1a<-node-other", "dropped"), NewOutcome("b2a<-gw-local", "b1a<-node-other"), "svip+lossy"},
+		{"loss on a sticky row", attrs("addr", "clusterIP", "client", "pod@node1"),
+			NewOutcome("dropped", "sticky:ready"), NewOutcome("sticky:ready"), "lossy"},
 		{"drops alone are not loss", attrs("addr", "nodePort@node2", "client", "external"),
 			NewOutcome("dropped"), NewOutcome("refused"), ""},
 		{"anything goes", attrs("addr", "lb-VIP", "client", "host@node2", "etp", "Local"),

@@ -36,7 +36,8 @@ const (
 type Endpoint struct {
 	Backend string
 	State   EndpointState
-	// Zone is the endpoint's hint (hints.forZones), "" for none.
+	// Zone is the endpoint's zone hint (hints.forZones), "" for none; with PreferSameNode the
+	// endpoint also has a node hint (hints.forNodes) for its own node, and none without Zone.
 	Zone string
 }
 
@@ -79,9 +80,10 @@ type Shape struct {
 	HealthCheckNodePort int32
 	// SourceRanges is spec.loadBalancerSourceRanges (LoadBalancer only).
 	SourceRanges []string
-	// PreferClose sets trafficDistribution: PreferClose (the endpoints' hints are used then).
-	PreferClose bool
-	Endpoints   []Endpoint
+	// TrafficDistribution is spec.trafficDistribution ("" for none): PreferClose or
+	// PreferSameZone (the endpoints carry zone hints) or PreferSameNode (zone and node hints).
+	TrafficDistribution string
+	Endpoints           []Endpoint
 }
 
 // Address ranges of the generated objects (inside the sandbox's Service CIDR 10.96.0.0/16 and
@@ -156,10 +158,10 @@ func (g *generator) shape(i int) Shape {
 	}
 	s.Endpoints = g.endpoints()
 	if g.chance(0.2) {
-		s.PreferClose = true
+		s.TrafficDistribution = []string{"PreferClose", "PreferSameZone", "PreferSameNode"}[g.r.IntN(3)]
 		for j := range s.Endpoints {
-			// Mostly each endpoint's own zone; sometimes one endpoint without a hint, which
-			// makes the proxies ignore the hints of the whole Service.
+			// Mostly each endpoint's own zone (and node); sometimes one endpoint without a
+			// hint, which makes the proxies ignore the hints of the whole Service.
 			s.Endpoints[j].Zone = Zones[BackendNode(s.Endpoints[j].Backend)]
 			if g.chance(0.1) {
 				s.Endpoints[j].Zone = ""

@@ -75,7 +75,7 @@ func TestGenerateCoversTheFeatures(t *testing.T) {
 			got["affinity"] = got["affinity"] || s.Affinity
 			got["ranges"] = got["ranges"] || len(s.SourceRanges) > 0
 			got["externalIP"] = got["externalIP"] || s.ExternalIP.IsValid()
-			got["hints"] = got["hints"] || s.PreferClose
+			got[s.TrafficDistribution] = true
 			got["no-endpoints"] = got["no-endpoints"] || len(s.Endpoints) == 0
 			for _, p := range s.Ports {
 				got[p.Protocol] = true
@@ -86,10 +86,10 @@ func TestGenerateCoversTheFeatures(t *testing.T) {
 			}
 		}
 		want := []string{"ClusterIP", "NodePort", "LoadBalancer", "lb-VIP", "lb-Proxy", "etp-local", "itp-local",
-			"affinity", "ranges", "externalIP", "hints", "no-endpoints", "TCP", "UDP", "multi-port",
+			"affinity", "ranges", "externalIP", "PreferClose", "no-endpoints", "TCP", "UDP", "multi-port",
 			string(Ready), string(ServingTerminating)}
 		if n == 200 {
-			want = append(want, "SCTP", string(Terminating), string(NotReady))
+			want = append(want, "SCTP", string(Terminating), string(NotReady), "PreferSameZone", "PreferSameNode")
 		}
 		for _, w := range want {
 			if !got[w] {

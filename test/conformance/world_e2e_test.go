@@ -33,6 +33,8 @@ type world struct {
 
 	mu   sync.Mutex
 	errs map[string]string // the first unclassified probe error of each row
+	// drops are the start times of the probes of each row that got no answer.
+	drops map[string][]time.Time
 }
 
 // client is where probes start: a pod, a node's host network or the external client.
@@ -58,7 +60,7 @@ func startWorld(t *testing.T, kind framework.NodeProxy) *world {
 		opts.ControlPlane.LogSubdir = "antrea-proxy"
 	}
 	sb := framework.StartSandbox(t, opts)
-	w := &world{kind: "antrea-proxy", sb: sb, backendIPs: map[string]string{}, clients: map[string]*client{}, errs: map[string]string{}}
+	w := &world{kind: "antrea-proxy", sb: sb, backendIPs: map[string]string{}, clients: map[string]*client{}, errs: map[string]string{}, drops: map[string][]time.Time{}}
 	if kind == framework.ProxyKubeProxy {
 		w.kind = "kube-proxy"
 	}
@@ -158,8 +160,8 @@ func service(s Shape) *corev1.Service {
 		svc.Spec.LoadBalancerSourceRanges = s.SourceRanges
 		svc.Spec.HealthCheckNodePort = s.HealthCheckNodePort
 	}
-	if s.PreferClose {
-		td := corev1.ServiceTrafficDistributionPreferClose
+	if s.TrafficDistribution != "" {
+		td := s.TrafficDistribution
 		svc.Spec.TrafficDistribution = &td
 	}
 	return svc
@@ -190,6 +192,9 @@ func (w *world) endpointSlice(s Shape) *discoveryv1.EndpointSlice {
 		}
 		if ep.Zone != "" {
 			e.Hints = &discoveryv1.EndpointHints{ForZones: []discoveryv1.ForZone{{Name: ep.Zone}}}
+			if s.TrafficDistribution == "PreferSameNode" {
+				e.Hints.ForNodes = []discoveryv1.ForNode{{Name: nodeName}}
+			}
 		}
 		sl.Endpoints = append(sl.Endpoints, e)
 	}

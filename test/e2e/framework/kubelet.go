@@ -37,10 +37,12 @@ const (
 )
 
 // Kubelet is a node's kubelet stand-in. For every Pod bound to its node it creates the pod's
-// network namespace, calls the real antrea-cni binary as a container runtime does (CNI_*
-// environment, network configuration on stdin), starts the e2e echo server inside the
-// namespace, and writes the Pod's status (IPs, Ready, Running). When the Pod is deleted it
-// calls CNI DEL, stops the server, deletes the namespace and removes the Pod object.
+// network namespace, connects it (its podNetwork: on an antrea node the real antrea-cni binary,
+// called as a container runtime does, with the CNI_* environment and the network configuration
+// on stdin; on a kube-proxy node a veth on the node's Linux bridge), starts the e2e echo server
+// inside the namespace, and writes the Pod's status (IPs, Ready, Running). When the Pod is
+// deleted it disconnects it (CNI DEL), stops the server, deletes the namespace and removes the
+// Pod object.
 type Kubelet struct {
 	node   *Node
 	client kubernetes.Interface
@@ -182,7 +184,7 @@ func (k *Kubelet) sync(ctx context.Context, key string) error {
 	return k.writeStatus(ctx, pod, rt)
 }
 
-// setup creates the pod's namespace, runs CNI ADD and starts the echo server.
+// setup creates the pod's namespace, connects it (CNI ADD) and starts the echo server.
 func (k *Kubelet) setup(ctx context.Context, pod *corev1.Pod) (*podRuntime, error) {
 	key := pod.Namespace + "/" + pod.Name
 	k.mu.Lock()
@@ -245,7 +247,8 @@ func echoPorts(pod *corev1.Pod) (port, httpPort int) {
 	return port, httpPort
 }
 
-// teardown undoes setup for key, if it ran: CNI DEL, stop the server, delete the namespace.
+// teardown undoes setup for key, if it ran: disconnect (CNI DEL), stop the server, delete the
+// namespace.
 func (k *Kubelet) teardown(key string) error {
 	k.mu.Lock()
 	rt := k.pods[key]

@@ -138,3 +138,20 @@ func Report(vs []Verdict) string {
 	}
 	return b.String()
 }
+
+// UnusedRules lists the IDs of the rules that explain none of the verdicts.
+func UnusedRules(rules []Rule, vs []Verdict) []string {
+	used := map[string]bool{}
+	for _, v := range vs {
+		for _, id := range v.Rules {
+			used[id] = true
+		}
+	}
+	var out []string
+	for _, r := range rules {
+		if !used[r.ID] {
+			out = append(out, r.ID)
+		}
+	}
+	return out
+}

@@ -139,6 +139,10 @@ func TestJudgeReducesAffinityRows(t *testing.T) {
 	if v.Same || v.Explained() {
 		t.Errorf("a row that is not sticky on one side judged the same: %s vs %s", v.Antrea, v.KubeProxy)
 	}
+	rules := mustRules(t, "| `x` | `addr=*` | `src:a->b` | r |")
+	if got := UnusedRules(rules, []Verdict{v, {Rules: []string{"y"}}}); len(got) != 1 || got[0] != "x" {
+		t.Errorf("unused rules %v", got)
+	}
 	sum := Summarize([]Verdict{v, Judge(nil, r, NewOutcome("dropped"), NewOutcome("dropped"))})
 	if sum.Rows != 2 || sum.Same != 1 || len(sum.Unexplained) != 1 {
 		t.Errorf("summary %+v", sum)

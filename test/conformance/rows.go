@@ -3,6 +3,7 @@ package conformance
 import (
 	"fmt"
 	"strconv"
+	"strings"
 )
 
 // This file enumerates the probe rows of shapes: every address of every probed port, from every
@@ -166,4 +167,21 @@ func (s *Shape) EndpointState(backend string) string {
 		}
 	}
 	return "absent"
+}
+
+// containsToken reports whether text has tok with no digit or dot right before or after it
+// (10.96.100.1 is not in "10.96.100.10", nor 3010 in "30100").
+func containsToken(text, tok string) bool {
+	edge := func(b byte) bool { return (b >= '0' && b <= '9') || b == '.' }
+	for i := 0; ; {
+		j := strings.Index(text[i:], tok)
+		if j < 0 {
+			return false
+		}
+		start, end := i+j, i+j+len(tok)
+		if (start == 0 || !edge(text[start-1])) && (end == len(text) || !edge(text[end])) {
+			return true
+		}
+		i = start + 1
+	}
 }

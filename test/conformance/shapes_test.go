@@ -129,3 +129,12 @@ func TestRows(t *testing.T) {
 		t.Errorf("attrs %v", a)
 	}
 }
+
+func TestContainsToken(t *testing.T) {
+	text := "ip daddr 10.96.100.10 tcp dport 30100 goto x"
+	for tok, want := range map[string]bool{"10.96.100.10": true, "10.96.100.1": false, "30100": true, "3010": false, "0.96.100.10": false} {
+		if got := containsToken(text, tok); got != want {
+			t.Errorf("containsToken(%q) = %v, want %v", tok, got, want)
+		}
+	}
+}

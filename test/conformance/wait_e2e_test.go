@@ -6,7 +6,6 @@ import (
 	"context"
 	"fmt"
 	"strconv"
-	"strings"
 	"time"
 
 	"github.com/antrea-proxy/antrea-proxy/test/e2e/framework"
@@ -85,7 +84,7 @@ func kubeProxyProgrammed(ctx context.Context, n *framework.Node, shapes []Shape)
 			}
 		}
 		for _, w := range want {
-			if !strings.Contains(rules, w) {
+			if !containsToken(rules, w) {
 				return false, fmt.Sprintf("%s: %s is not in the ruleset", s.Name, w)
 			}
 		}

@@ -12,7 +12,7 @@ BINARIES := antrea-agent antctl antrea-cni antrea-controller
 UNIT_PKGS = $(shell $(GO) list ./...)
 INTEGRATION_RUN := 'Integration|RealOVS|TestStart|TestNetNS|TestEcho|TestOfctl|TestClient'
 
-.PHONY: all build setup test test-unit test-integration test-e2e fuzz bench lint fmt generate demo demo-down clean helm manifest image
+.PHONY: all build setup test test-unit test-integration test-e2e test-conformance fuzz bench lint fmt generate demo demo-down clean helm manifest image
 
 all: build
 
@@ -39,6 +39,11 @@ test-integration: setup
 
 test-e2e: setup
 	@bash hack/test.sh e2e
+
+# test-conformance: the differential suite against kube-proxy (docs/conformance.md), 200 random
+# Service shapes of seed 1 by default; CONFORMANCE_SHAPES and CONFORMANCE_SEED override them.
+test-conformance: setup
+	@CONFORMANCE_SHAPES=$${CONFORMANCE_SHAPES:-200} bash hack/test.sh conformance
 
 # fuzz: every Go fuzz target in the tree for FUZZTIME each (default 60s), one after another;
 # fails on any crasher. `make fuzz FUZZTIME=10s` for a quick run. The seed corpora (f.Add and

@@ -4,6 +4,8 @@
 #   integration  every package with its real-OVS integration tests (needs root and hack/setup.sh)
 #   e2e          the sandbox-cluster end-to-end suite (slow; builds the control plane once)
 #   all          unit, then integration (what `make test` and CI run)
+#   conformance  the differential suite against kube-proxy (test/conformance, docs/conformance.md):
+#                CONFORMANCE_SHAPES random Services (default 40) of CONFORMANCE_SEED (default 1)
 #   fuzz         every Go fuzz target (func FuzzXxx in a _test.go file) for FUZZTIME each
 #                (default 60s), one after another; fails if any finds a crasher
 set -euo pipefail
@@ -77,11 +79,19 @@ run_e2e() {
     echo "== end-to-end tests: none yet =="
   fi
 }
+run_conformance() {
+  echo "== conformance with kube-proxy (${CONFORMANCE_SHAPES:-40} shapes, seed ${CONFORMANCE_SEED:-1}) =="
+  # kube-proxy is built with the control plane from hack/tools.
+  bash hack/build-control-plane.sh
+  CONFORMANCE_SHAPES=${CONFORMANCE_SHAPES:-40} CONFORMANCE_SEED=${CONFORMANCE_SEED:-1} \
+    go test -count=1 -timeout 45m -tags e2e -run '^TestConformance$' ./test/conformance/ -v
+}
 case "$suite" in
   unit) run_unit ;;
   integration) run_integration ;;
   e2e) run_e2e ;;
   all) run_unit; run_integration ;;
+  conformance) run_conformance ;;
   fuzz) run_fuzz ;;
-  *) echo "usage: $0 unit|integration|e2e|all|fuzz" >&2; exit 2 ;;
+  *) echo "usage: $0 unit|integration|e2e|conformance|all|fuzz" >&2; exit 2 ;;
 esac

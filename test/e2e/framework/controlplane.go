@@ -45,6 +45,9 @@ type ControlPlaneOptions struct {
 	ExtraControllerManagerArgs []string
 	// StartTimeout bounds how long each component may take to become ready. Default 2 minutes.
 	StartTimeout time.Duration
+	// LogSubdir puts the logs into this subdirectory of the test's log directory: for a test
+	// that runs more than one sandbox.
+	LogSubdir string
 }
 
 // Dual-stack defaults (ULA ranges; see ControlPlaneOptions.DualStack).
@@ -127,7 +130,7 @@ func StartControlPlane(t testing.TB, opts ControlPlaneOptions) *ControlPlane {
 		_ = os.RemoveAll(dir)
 		t.Fatalf("writing the control plane's owner pid: %v", err)
 	}
-	logDir, err := testLogDir(t)
+	logDir, err := testLogDir(t, opts.LogSubdir)
 	if err != nil {
 		_ = os.RemoveAll(dir)
 		t.Fatal(err)
@@ -170,8 +173,9 @@ func removeOrphanedDirs(t testing.TB) {
 	}
 }
 
-// testLogDir is $E2E_LOG_DIR/<test name>, by default <repo>/_output/e2e-logs/<test name>, emptied.
-func testLogDir(t testing.TB) (string, error) {
+// testLogDir is $E2E_LOG_DIR/<test name>[/<subdir>], by default
+// <repo>/_output/e2e-logs/<test name>[/<subdir>], emptied.
+func testLogDir(t testing.TB, subdir string) (string, error) {
 	base := os.Getenv("E2E_LOG_DIR")
 	if base == "" {
 		root, err := RepoRoot()
@@ -180,7 +184,7 @@ func testLogDir(t testing.TB) (string, error) {
 		}
 		base = filepath.Join(root, "_output", "e2e-logs")
 	}
-	dir := filepath.Join(base, strings.NewReplacer("/", "_", " ", "_").Replace(t.Name()))
+	dir := filepath.Join(base, strings.NewReplacer("/", "_", " ", "_").Replace(t.Name()), subdir)
 	if err := os.RemoveAll(dir); err != nil {
 		return "", fmt.Errorf("clearing the log directory %s: %w", dir, err)
 	}

@@ -37,16 +37,19 @@ const (
 )
 
 // Kubelet is a node's kubelet stand-in. For every Pod bound to its node it creates the pod's
-// network namespace, calls the real antrea-cni binary as a container runtime does (CNI_*
-// environment, network configuration on stdin), starts the e2e echo server inside the
-// namespace, and writes the Pod's status (IPs, Ready, Running). When the Pod is deleted it
-// calls CNI DEL, stops the server, deletes the namespace and removes the Pod object.
+// network namespace, connects it (its podNetwork: on an antrea node the real antrea-cni binary,
+// called as a container runtime does, with the CNI_* environment and the network configuration
+// on stdin; on a kube-proxy node a veth on the node's Linux bridge), starts the e2e echo server
+// inside the namespace, and writes the Pod's status (IPs, Ready, Running). When the Pod is
+// deleted it disconnects it (CNI DEL), stops the server, deletes the namespace and removes the
+// Pod object.
 type Kubelet struct {
 	node   *Node
 	client kubernetes.Interface
 	lister corelisters.PodLister
 	queue  workqueue.TypedRateLimitingInterface[string]
 	log    *os.File
+	net    podNetwork
 	cancel context.CancelFunc
 	wg     sync.WaitGroup
 
@@ -63,6 +66,7 @@ type podRuntime struct {
 	proc        *process
 	result      json.RawMessage // the CNI ADD result, the prevResult of DEL
 	ips         []string
+	hostIf      string // the node side of a bridge pod's veth
 }
 
 // startKubelet starts the node's kubelet; it runs until stop.
@@ -75,6 +79,10 @@ func (n *Node) startKubelet() error {
 	k := &Kubelet{
 		node: n, client: n.s.CP.Client, log: logFile, cancel: cancel, pods: map[string]*podRuntime{},
 		queue: workqueue.NewTypedRateLimitingQueue(workqueue.NewTypedItemExponentialFailureRateLimiter[string](100*time.Millisecond, 3*time.Second)),
+	}
+	k.net = antreaCNI{k: k}
+	if n.Proxy == ProxyKubeProxy {
+		k.net = bridgeNetwork{node: n}
 	}
 	factory := informers.NewSharedInformerFactoryWithOptions(k.client, 0, informers.WithTweakListOptions(func(o *metav1.ListOptions) {
 		o.FieldSelector = fields.OneTermEqualSelector("spec.nodeName", n.Name).String()
@@ -176,7 +184,7 @@ func (k *Kubelet) sync(ctx context.Context, key string) error {
 	return k.writeStatus(ctx, pod, rt)
 }
 
-// setup creates the pod's namespace, runs CNI ADD and starts the echo server.
+// setup creates the pod's namespace, connects it (CNI ADD) and starts the echo server.
 func (k *Kubelet) setup(ctx context.Context, pod *corev1.Pod) (*podRuntime, error) {
 	key := pod.Namespace + "/" + pod.Name
 	k.mu.Lock()
@@ -189,28 +197,16 @@ func (k *Kubelet) setup(ctx context.Context, pod *corev1.Pod) (*podRuntime, erro
 	}
 	rt := &podRuntime{uid: pod.UID, ns: ns, containerID: "e2e-" + string(pod.UID)}
 	fail := func(err error) (*podRuntime, error) {
-		_ = k.cni("DEL", pod, rt)
+		_ = k.net.del(pod, rt)
 		if rt.proc != nil {
 			rt.proc.Stop()
 		}
 		_ = deleteNetNS(ns.Name)
 		return nil, err
 	}
-	out, err := k.cniOut("ADD", pod, rt)
-	if err != nil {
+	if rt.ips, err = k.net.add(pod, rt, seq); err != nil {
 		return fail(err)
 	}
-	var res types100.Result
-	if err := json.Unmarshal(out, &res); err != nil {
-		return fail(fmt.Errorf("CNI ADD result %q: %w", out, err))
-	}
-	for _, ip := range res.IPs {
-		rt.ips = append(rt.ips, ip.Address.IP.String())
-	}
-	if len(rt.ips) == 0 {
-		return fail(fmt.Errorf("CNI ADD returned no IP: %s", out))
-	}
-	rt.result = out
 	port, httpPort := echoPorts(pod)
 	rt.proc, err = k.node.s.startInNS(fmt.Sprintf("pod-%s-%s", pod.Namespace, pod.Name), ns, filepath.Join(k.node.s.Bins.Dir, "echoserver"),
 		"-name", pod.Name, "-port", strconv.Itoa(port), "-http-port", strconv.Itoa(httpPort))
@@ -251,7 +247,8 @@ func echoPorts(pod *corev1.Pod) (port, httpPort int) {
 	return port, httpPort
 }
 
-// teardown undoes setup for key, if it ran: CNI DEL, stop the server, delete the namespace.
+// teardown undoes setup for key, if it ran: disconnect (CNI DEL), stop the server, delete the
+// namespace.
 func (k *Kubelet) teardown(key string) error {
 	k.mu.Lock()
 	rt := k.pods[key]
@@ -261,7 +258,7 @@ func (k *Kubelet) teardown(key string) error {
 	}
 	namespace, name, _ := cache.SplitMetaNamespaceKey(key)
 	pod := &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Namespace: namespace, Name: name, UID: rt.uid}}
-	if err := k.cni("DEL", pod, rt); err != nil {
+	if err := k.net.del(pod, rt); err != nil {
 		return err
 	}
 	rt.proc.Stop()
@@ -273,6 +270,27 @@ func (k *Kubelet) teardown(key string) error {
 	k.mu.Unlock()
 	k.logf("pod %s torn down", key)
 	return nil
+}
+
+// cniAdd runs CNI ADD and returns the pod's IPs; the result is kept for DEL.
+func (k *Kubelet) cniAdd(pod *corev1.Pod, rt *podRuntime) ([]string, error) {
+	out, err := k.cniOut("ADD", pod, rt)
+	if err != nil {
+		return nil, err
+	}
+	var res types100.Result
+	if err := json.Unmarshal(out, &res); err != nil {
+		return nil, fmt.Errorf("CNI ADD result %q: %w", out, err)
+	}
+	var ips []string
+	for _, ip := range res.IPs {
+		ips = append(ips, ip.Address.IP.String())
+	}
+	if len(ips) == 0 {
+		return nil, fmt.Errorf("CNI ADD returned no IP: %s", out)
+	}
+	rt.result = out
+	return ips, nil
 }
 
 func (k *Kubelet) cni(cmd string, pod *corev1.Pod, rt *podRuntime) error {

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"net"
 	"os"
+	"os/exec"
 	"strconv"
 	"strings"
 	"syscall"
@@ -85,6 +86,19 @@ func listNetNS(prefix string) []string {
 // Exec runs a command inside the namespace (bounded to one minute) and returns its combined output.
 func (n *NetNS) Exec(args ...string) (string, error) {
 	return ovssandbox.RunCmd(time.Minute, "ip", append([]string{"netns", "exec", n.Name}, args...)...)
+}
+
+// ExecStdin is Exec with stdin as the command's standard input.
+func (n *NetNS) ExecStdin(stdin string, args ...string) (string, error) {
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	cmd := exec.CommandContext(ctx, "ip", append([]string{"netns", "exec", n.Name}, args...)...)
+	cmd.Stdin = strings.NewReader(stdin)
+	out, err := cmd.CombinedOutput()
+	if err != nil {
+		return string(out), fmt.Errorf("netns %s: %s: %w", n.Name, strings.Join(args, " "), err)
+	}
+	return string(out), nil
 }
 
 // MustExec runs commands inside the namespace and returns the first failure, naming it.

@@ -86,6 +86,10 @@ func newNetwork(newNS func(role string) (*NetNS, error)) (*Network, error) {
 	if err := nw.Router.Do(func() error { return os.WriteFile("/proc/sys/net/ipv4/ip_forward", []byte("1\n"), 0o644) }); err != nil {
 		return nil, fmt.Errorf("router: enabling forwarding: %w", err)
 	}
+	// No per-peer ICMP error rate limit on the router either (see addNode).
+	if err := nw.Router.MustExec([]string{"sysctl", "-q", "-w", "net.ipv4.icmp_ratelimit=0"}); err != nil {
+		return nil, err
+	}
 	if nw.Client, err = newNS("cl"); err != nil {
 		return nil, err
 	}

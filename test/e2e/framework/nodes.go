@@ -53,9 +53,13 @@ type Node struct {
 	PodCIDRs []string
 	// Kubelet runs the node's pods.
 	Kubelet *Kubelet
+	// Proxy is the node's kind: antrea-agent over Open vSwitch, or kube-proxy (then OVS and API
+	// are nil, and Kubeconfig and ConfPath are kube-proxy's).
+	Proxy NodeProxy
 
 	s     *Sandbox
 	relay *Relay
+	// agent is the node's proxy process: antrea-agent, or kube-proxy.
 	agent *process
 	// agentConf is the configuration the agent runs with.
 	agentConf *config.AgentConfig
@@ -65,21 +69,28 @@ type Node struct {
 const Bridge = "br-int"
 
 // addNode builds node i: namespace, underlay port, apiserver relay, OVS, Node object (waiting
-// for its podCIDR), credentials and configuration. The agent is started by startAgent.
+// for its podCIDR), credentials and configuration. The agent is started by startAgent. A
+// kube-proxy node gets its pod bridge instead of OVS; startKubeProxy writes its credentials.
 func (s *Sandbox) addNode(t testing.TB, i int) (*Node, error) {
 	name := fmt.Sprintf("node%d", i+1)
 	ns, err := s.newNS(fmt.Sprintf("n%d", i+1))
 	if err != nil {
 		return nil, err
 	}
-	n := &Node{Name: name, IP: NodeIP(i), NS: ns, Dir: filepath.Join(s.Dir, name), s: s}
+	n := &Node{Name: name, IP: NodeIP(i), NS: ns, Dir: filepath.Join(s.Dir, name), Proxy: s.proxy, s: s}
 	if err := os.MkdirAll(n.Dir, 0o755); err != nil {
 		return nil, fmt.Errorf("node %s: %w", name, err)
 	}
 	if err := s.Net.Attach(ns, fmt.Sprintf("n%d", i+1), n.IP); err != nil {
 		return nil, err
 	}
-	if err := ns.MustExec([]string{"ip", "route", "add", "default", "via", RouterIP.String()}); err != nil {
+	if err := ns.MustExec(
+		[]string{"ip", "route", "add", "default", "via", RouterIP.String()},
+		// No per-peer rate limit on ICMP errors (1/s with a burst of 6 by default): the
+		// conformance suite probes rejecting addresses from the same clients much faster, and
+		// a rate-limited rejection would look like a drop.
+		[]string{"sysctl", "-q", "-w", "net.ipv4.icmp_ratelimit=0"},
+	); err != nil {
 		return nil, err
 	}
 	if s.dualStack {
@@ -94,6 +105,12 @@ func (s *Sandbox) addNode(t testing.TB, i int) (*Node, error) {
 	}
 	if n.relay, err = StartRelay(ns, nodeAPIServerAddr, apiserver); err != nil {
 		return nil, fmt.Errorf("node %s: %w", name, err)
+	}
+	if n.Proxy == ProxyKubeProxy {
+		if err := n.register(); err != nil {
+			return nil, err
+		}
+		return n, n.setupPodBridge()
 	}
 	n.OVS = ovssandbox.Start(t, ovssandbox.Options{NetNS: ns.Name})
 	s.removeOnInterrupt(n.OVS.RunDir)

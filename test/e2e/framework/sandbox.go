@@ -34,6 +34,9 @@ type SandboxOptions struct {
 	// (ControlPlaneOptions.DualStack), and the nodes, the router and the client also get IPv6
 	// underlay addresses (UnderlaySubnet6); Nodes have an InternalIP of each family.
 	DualStack bool
+	// Proxy is the kind of every node: ProxyAntrea (the default) or ProxyKubeProxy, the
+	// reference of the conformance suite (IPv4 only; Agent and RestartAgents do not apply).
+	Proxy NodeProxy
 }
 
 // Sandbox is a whole cluster on one machine: the control plane, an underlay with an external
@@ -58,6 +61,8 @@ type Sandbox struct {
 	agent AgentOptions
 	// dualStack is SandboxOptions.DualStack.
 	dualStack bool
+	// proxy is SandboxOptions.Proxy.
+	proxy NodeProxy
 	// extraDirs are removed, besides Dir, if the process is interrupted (the control plane's
 	// and the OVS instances' directories).
 	extraDirs []string
@@ -88,7 +93,10 @@ func StartSandbox(t testing.TB, opts SandboxOptions) *Sandbox {
 	if err := os.WriteFile(filepath.Join(dir, ownerPIDFile), []byte(strconv.Itoa(os.Getpid())), 0o644); err != nil {
 		t.Fatalf("writing the sandbox owner pid: %v", err)
 	}
-	s := &Sandbox{ID: id, NSPrefix: "e2e" + id + "-", Dir: dir, agent: opts.Agent, dualStack: opts.DualStack}
+	if opts.Proxy == ProxyKubeProxy && opts.DualStack {
+		t.Fatal("the kube-proxy node kind is IPv4 only")
+	}
+	s := &Sandbox{ID: id, NSPrefix: "e2e" + id + "-", Dir: dir, agent: opts.Agent, dualStack: opts.DualStack, proxy: opts.Proxy}
 	if opts.DualStack {
 		opts.ControlPlane.DualStack = true
 	}
@@ -154,6 +162,12 @@ func (s *Sandbox) start(t testing.TB, opts SandboxOptions) error {
 	// Registered after OVS, so it runs before OVS stops: kubelets (CNI DEL while the agents
 	// still answer), then agents and every other process; failed tests get the logs' tails.
 	t.Cleanup(func() { s.stop(t) })
+	if s.proxy == ProxyKubeProxy {
+		if err := s.startKubeProxies(); err != nil {
+			return err
+		}
+		return s.forEachNode(func(n *Node) error { return n.startKubelet() })
+	}
 	if err := s.forEachNode(func(n *Node) error { return n.startAgent(s.agent) }); err != nil {
 		return err
 	}
@@ -178,6 +192,9 @@ func (s *Sandbox) forEachNode(fn func(n *Node) error) error {
 // RestartAgents stops every node's agent and starts it again with opts (a new
 // antrea-agent.conf), waiting until each has synced. Pods keep running.
 func (s *Sandbox) RestartAgents(opts AgentOptions) error {
+	if s.proxy == ProxyKubeProxy {
+		return fmt.Errorf("sandbox %s runs kube-proxy nodes, not antrea-agents", s.ID)
+	}
 	s.agent = opts
 	return s.forEachNode(func(n *Node) error {
 		n.stopAgent()
@@ -209,7 +226,11 @@ func (s *Sandbox) stop(t testing.TB) {
 	}
 	if t.Failed() {
 		for _, n := range s.Nodes {
-			for _, f := range []string{"antrea-agent-" + n.Name + ".log", "kubelet-" + n.Name + ".log"} {
+			proxyLog := "antrea-agent-" + n.Name + ".log"
+			if n.Proxy == ProxyKubeProxy {
+				proxyLog = "kube-proxy-" + n.Name + ".log"
+			}
+			for _, f := range []string{proxyLog, "kubelet-" + n.Name + ".log"} {
 				p := &process{LogPath: filepath.Join(s.CP.LogDir, f)}
 				t.Logf("---- %s: last 40 lines of %s ----\n%s", n.Name, p.LogPath, lastLines(p.logTail(256<<10), 40))
 			}

@@ -1,0 +1,172 @@
+package framework
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"os"
+	"path/filepath"
+	"strings"
+	"time"
+
+	rbacv1 "k8s.io/api/rbac/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/client-go/kubernetes"
+)
+
+// This file holds the kube-proxy node kind (SandboxOptions.Proxy = ProxyKubeProxy): the
+// reference the conformance suite (test/conformance) compares antrea-proxy with. Such a node has
+// no Open vSwitch and no antrea-agent: its pods are veth pairs on a plain Linux bridge (see
+// bridgenet.go) and kube-proxy v1.37 (built from hack/tools into _output/bin) programs the
+// node's Services in nftables mode.
+
+// NodeProxy is what implements Services on the sandbox's nodes.
+type NodeProxy string
+
+const (
+	// ProxyAntrea nodes run Open vSwitch and antrea-agent (proxyAll), with antrea-cni pods.
+	ProxyAntrea NodeProxy = ""
+	// ProxyKubeProxy nodes run kube-proxy in nftables mode, with pods on a Linux bridge.
+	ProxyKubeProxy NodeProxy = "kube-proxy"
+)
+
+// KubeProxyUser is the identity of every kube-proxy node's kube-proxy; the sandbox binds it to
+// the bootstrap ClusterRole system:node-proxier (what kube-proxy needs, and nothing more).
+const KubeProxyUser = "e2e-kube-proxy"
+
+// kubeProxyHealthz is where kube-proxy serves /healthz inside its node (its default port, bound
+// to the node's loopback here).
+const kubeProxyHealthz = "127.0.0.1:10256"
+
+// kubeProxyMetrics is kube-proxy's default metrics address.
+const kubeProxyMetrics = "127.0.0.1:10249"
+
+// grantKubeProxyRBAC binds system:node-proxier to KubeProxyUser.
+func grantKubeProxyRBAC(ctx context.Context, cs kubernetes.Interface) error {
+	binding := &rbacv1.ClusterRoleBinding{
+		ObjectMeta: metav1.ObjectMeta{Name: KubeProxyUser},
+		RoleRef:    rbacv1.RoleRef{APIGroup: rbacv1.GroupName, Kind: "ClusterRole", Name: "system:node-proxier"},
+		Subjects:   []rbacv1.Subject{{Kind: rbacv1.UserKind, APIGroup: rbacv1.GroupName, Name: KubeProxyUser}},
+	}
+	if _, err := cs.RbacV1().ClusterRoleBindings().Create(ctx, binding, metav1.CreateOptions{}); err != nil {
+		return fmt.Errorf("creating ClusterRoleBinding %s: %w", KubeProxyUser, err)
+	}
+	return nil
+}
+
+// kubeProxyConfig is the node's KubeProxyConfiguration. Only what the sandbox needs differs
+// from kube-proxy's defaults: the mode, the kubeconfig, the Node name, the cluster CIDR (the
+// default "local traffic" detection) and the addresses it serves on. nodePortAddresses is left
+// to its default (the node's primary IPs in nftables mode). The conntrack limits are set to
+// leave the kernel's values alone: nf_conntrack_max and its hash size are global to the
+// machine, not the node's namespace, and the test must not change the host.
+func (n *Node) kubeProxyConfig(kubeconfig string) ([]byte, error) {
+	zero := "0s"
+	cfg := map[string]any{
+		"apiVersion":       "kubeproxy.config.k8s.io/v1alpha1",
+		"kind":             "KubeProxyConfiguration",
+		"mode":             "nftables",
+		"hostnameOverride": n.Name,
+		"clusterCIDR":      strings.Join(n.s.CP.ClusterCIDRs(), ","),
+		"clientConnection": map[string]any{"kubeconfig": kubeconfig},
+		// Loopback of the node's namespace, like the defaults' ports.
+		"healthzBindAddress": kubeProxyHealthz,
+		"metricsBindAddress": kubeProxyMetrics,
+		"oomScoreAdj":        0,
+		"conntrack": map[string]any{
+			"maxPerCore": 0, "min": 0,
+			"tcpEstablishedTimeout": zero, "tcpCloseWaitTimeout": zero,
+		},
+		// Resync as the agents do (FullSyncPeriod) and sync changes quickly (their
+		// MinSyncInterval), so that both kinds program a change in about the same time.
+		"syncPeriod":    "30s",
+		"minSyncPeriod": "200ms",
+	}
+	return json.MarshalIndent(cfg, "", "  ")
+}
+
+// startKubeProxy writes the node's kubeconfig (as KubeProxyUser) and KubeProxyConfiguration and
+// runs kube-proxy inside the node namespace, waiting until its /healthz reports a first sync.
+func (n *Node) startKubeProxy() error {
+	kp, err := n.s.CP.CA.IssueClient(KubeProxyUser, nil)
+	if err != nil {
+		return err
+	}
+	n.Kubeconfig = filepath.Join(n.Dir, "kube-proxy.kubeconfig")
+	if err := WriteKubeconfig(n.Kubeconfig, "https://"+nodeAPIServerAddr, n.s.CP.CA.CertPEM, kp); err != nil {
+		return err
+	}
+	b, err := n.kubeProxyConfig(n.Kubeconfig)
+	if err != nil {
+		return err
+	}
+	n.ConfPath = filepath.Join(n.Dir, "kube-proxy.conf")
+	if err := os.WriteFile(n.ConfPath, b, 0o644); err != nil {
+		return fmt.Errorf("node %s: writing %s: %w", n.Name, n.ConfPath, err)
+	}
+	p, err := n.s.startInNS("kube-proxy-"+n.Name, n.NS, filepath.Join(n.s.CP.BinDir, "kube-proxy"),
+		"--config", n.ConfPath, "--v=2")
+	if err != nil {
+		return err
+	}
+	n.agent = p
+	what := fmt.Sprintf("kube-proxy on %s to report healthy on %s (log %s)", n.Name, kubeProxyHealthz, p.LogPath)
+	return waitReady(p, 2*time.Minute, what, func(ctx context.Context) (bool, string) {
+		code, body, err := n.NS.HTTPStatus(ctx, "http://"+kubeProxyHealthz+"/healthz")
+		if err != nil {
+			return false, err.Error()
+		}
+		return code == 200, fmt.Sprintf("HTTP %d: %s", code, body)
+	})
+}
+
+// KubeProxyRuleset is the node's nftables table "ip kube-proxy" (what kube-proxy programmed for
+// IPv4), as `nft list table` prints it.
+func (n *Node) KubeProxyRuleset() (string, error) {
+	out, err := n.NS.Exec("nft", "list", "table", "ip", "kube-proxy")
+	if err != nil {
+		return "", fmt.Errorf("node %s: listing kube-proxy's table: %w: %s", n.Name, err, out)
+	}
+	return out, nil
+}
+
+// KubeProxySyncs returns kube-proxy's metric values of the last successful sync and the last
+// time a change was queued (seconds since the epoch): when the first is not before the second,
+// every change kube-proxy has seen is programmed.
+func (n *Node) KubeProxySyncs(ctx context.Context) (lastSync, lastQueued float64, err error) {
+	body, err := n.NS.HTTPGet(ctx, "http://"+kubeProxyMetrics+"/metrics")
+	if err != nil {
+		return 0, 0, err
+	}
+	for _, line := range strings.Split(string(body), "\n") {
+		f := strings.Fields(line)
+		if len(f) != 2 {
+			continue
+		}
+		var v float64
+		if _, err := fmt.Sscan(f[1], &v); err != nil {
+			continue
+		}
+		switch f[0] {
+		case "kubeproxy_sync_proxy_rules_last_timestamp_seconds":
+			lastSync = v
+		case "kubeproxy_sync_proxy_rules_last_queued_timestamp_seconds":
+			lastQueued = v
+		}
+	}
+	return lastSync, lastQueued, nil
+}
+
+// startKubeProxies routes the pod networks between the nodes, grants kube-proxy its role and
+// starts it on every node.
+func (s *Sandbox) startKubeProxies() error {
+	for _, n := range s.Nodes {
+		if err := n.routePodCIDRs(s.Nodes); err != nil {
+			return err
+		}
+	}
+	if err := grantKubeProxyRBAC(context.Background(), s.CP.Client); err != nil {
+		return err
+	}
+	return s.forEachNode(func(n *Node) error { return n.startKubeProxy() })
+}

@@ -31,7 +31,10 @@ type LBController struct {
 	Config     *config.ControllerConfig
 	ConfPath   string
 	Kubeconfig string
-	proc       *process
+	// Addr is the loopback host:port of its /healthz, /readyz and /metrics (a free port, so
+	// that sandboxes running at the same time never contend for the default 0.0.0.0:10351).
+	Addr string
+	proc *process
 }
 
 // LBPool is a pool of the controller's configuration.
@@ -82,19 +85,8 @@ func (s *Sandbox) StartLBController(ctx context.Context, pools ...LBPool) (*LBCo
 	if err := os.WriteFile(confPath, b, 0o644); err != nil {
 		return nil, err
 	}
-	p, err := startProcess("antrea-controller", filepath.Join(s.CP.LogDir, "antrea-controller.log"), bin,
-		"--config", confPath, "--leader-elect=false", "--v=2")
-	if err != nil {
-		return nil, err
-	}
-	s.mu.Lock()
-	s.procs = append(s.procs, p)
-	s.mu.Unlock()
-	c := &LBController{Config: cfg, ConfPath: confPath, Kubeconfig: kubeconfig, proc: p}
-	err = waitReady(p, 30*time.Second, "antrea-controller to start", func(context.Context) (bool, string) {
-		return strings.Contains(string(p.logTail(64<<10)), "Starting antrea-controller"), "not started yet"
-	})
-	if err != nil {
+	c := &LBController{Config: cfg, ConfPath: confPath, Kubeconfig: kubeconfig}
+	if _, err := s.RestartLBController(c); err != nil {
 		return nil, err
 	}
 	return c, nil

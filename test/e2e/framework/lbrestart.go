@@ -13,10 +13,10 @@ import (
 // it to exit. RestartLBController starts it again.
 func (s *Sandbox) StopLBController(c *LBController) { c.proc.Stop() }
 
-// RestartLBController starts antrea-controller again, after StopLBController, with the same
+// RestartLBController starts antrea-controller (again, after StopLBController) with c's
 // configuration, serving /healthz, /readyz and /metrics on a free loopback port. It returns
-// that address (host:port) once the controller answers HTTP there; the Services it finds are
-// whatever the API holds at that moment.
+// that address (host:port, also c.Addr) once the controller answers HTTP there; the Services it
+// finds are whatever the API holds at that moment.
 func (s *Sandbox) RestartLBController(c *LBController) (string, error) {
 	bin := filepath.Join(s.Bins.Dir, "antrea-controller")
 	ports, err := freePorts(1)
@@ -32,7 +32,7 @@ func (s *Sandbox) RestartLBController(c *LBController) (string, error) {
 	s.mu.Lock()
 	s.procs = append(s.procs, p)
 	s.mu.Unlock()
-	c.proc = p
+	c.proc, c.Addr = p, addr
 	err = waitReady(p, 30*time.Second, "antrea-controller to serve HTTP on "+addr, func(ctx context.Context) (bool, string) {
 		code, _, err := HTTPGet(ctx, addr, "/healthz")
 		if err != nil {

@@ -29,28 +29,35 @@ func categorize(all []model.Endpoint, ipv6 bool, nodeName, zone string) endpoint
 			local = append(local, ep)
 		}
 	}
-	return endpointSets{
-		cluster: topologyFilter(usable(fam), nodeName, zone),
-		local:   usable(local),
+	var cluster []model.Endpoint
+	if ready, eps := usable(fam); ready {
+		cluster = topologyFilter(eps, nodeName, zone)
+	} else {
+		// The fallback to terminating endpoints is a best effort not to drop connections:
+		// like kube-proxy, it ignores topology hints.
+		cluster = eps
 	}
+	_, localEps := usable(local)
+	return endpointSets{cluster: cluster, local: localEps}
 }
 
-// usable returns the ready endpoints or, when none is ready, those that are serving and
-// terminating (KEP-1669), so that connections are not refused while a rollout drains.
-func usable(eps []model.Endpoint) []model.Endpoint {
-	var ready, terminating []model.Endpoint
+// usable returns the ready endpoints (ready true) or, when none is ready, those that are
+// serving and terminating (KEP-1669), so that connections are not refused while a rollout
+// drains.
+func usable(eps []model.Endpoint) (ready bool, out []model.Endpoint) {
+	var readyEps, terminating []model.Endpoint
 	for _, ep := range eps {
 		switch {
 		case ep.Ready:
-			ready = append(ready, ep)
+			readyEps = append(readyEps, ep)
 		case ep.Serving && ep.Terminating:
 			terminating = append(terminating, ep)
 		}
 	}
-	if len(ready) > 0 {
-		return ready
+	if len(readyEps) > 0 {
+		return true, readyEps
 	}
-	return terminating
+	return false, terminating
 }
 
 // topologyFilter applies EndpointSlice hints with kube-proxy's all-or-nothing rule: hints are

@@ -3,6 +3,7 @@
 #   unit         fast tests, no root, no OVS (go test -race -short); must stay under 2 minutes
 #   integration  every package with its real-OVS integration tests (needs root and hack/setup.sh)
 #   e2e          the sandbox-cluster end-to-end suite (slow; builds the control plane once)
+#   demo         make demo's scenario once, as a test, torn down at the end
 #   all          unit, then integration (what `make test` and CI run)
 #   conformance  the differential suite against kube-proxy (test/conformance, docs/conformance.md):
 #                CONFORMANCE_SHAPES random Services (default 40) of CONFORMANCE_SEED (default 1)
@@ -86,12 +87,20 @@ run_conformance() {
   CONFORMANCE_SHAPES=${CONFORMANCE_SHAPES:-40} CONFORMANCE_SEED=${CONFORMANCE_SEED:-1} \
     go test -count=1 -timeout 45m -tags e2e -run '^TestConformance$' ./test/conformance/ -v
 }
+# run_demo runs `make demo`'s scenario once as a test (test/e2e/demo, build tag demo): the same
+# sandbox, provider, Services and checked traffic, torn down at the end instead of left running.
+run_demo() {
+  echo "== demo (test/e2e/demo, as \`make demo\` runs it, then torn down) =="
+  bash hack/build-control-plane.sh
+  go test -count=1 -timeout 20m -tags demo -run '^TestDemo$' ./test/e2e/demo/
+}
 case "$suite" in
   unit) run_unit ;;
+  demo) run_demo ;;
   integration) run_integration ;;
   e2e) run_e2e ;;
   all) run_unit; run_integration ;;
   conformance) run_conformance ;;
   fuzz) run_fuzz ;;
-  *) echo "usage: $0 unit|integration|e2e|conformance|all|fuzz" >&2; exit 2 ;;
+  *) echo "usage: $0 unit|integration|e2e|conformance|demo|all|fuzz" >&2; exit 2 ;;
 esac

@@ -7,6 +7,7 @@
 #   nsenter --net=/run/netns/<node netns> unshare --mount --propagation slave -- \
 #     hack/cluster-node.sh run <node dir> <cgroup> <images.tar>...
 #
+# $KUBELET is the kubelet binary, $NODE_NAME and $NODE_IP the Node name and InternalIP.
 # <node dir> holds containerd.toml, kubelet.yaml and kubelet.kubeconfig (written by the harness);
 # each per-node host path is bind-mounted from <node dir>/fs/<path>. Every process of the node
 # (containerd, its shims, the kubelet, every container) lives below the cgroup <cgroup> of each
@@ -46,6 +47,10 @@ join_cgroup() {
 
 bind_paths() {
   local dir=$1 p
+  # runc wants the source of a HostToContainer volume (the agent's /var/run/netns) on a shared or
+  # slave mount, and looks the path up without resolving the /var/run symlink. Making / shared
+  # here starts a peer group of this namespace only: nothing propagates back to the host.
+  mount --make-rshared /
   for p in "${NODE_PATHS[@]}"; do
     mkdir -p "$dir/fs$p" "$p"
     mount --bind "$dir/fs$p" "$p"
@@ -75,7 +80,7 @@ run() {
     ctr -a "$sock" -n k8s.io images import "$img" >/dev/null
   done
   echo "cluster-node: containerd ready, ${#@} images imported; starting the kubelet" >&2
-  kubelet --config="$dir/kubelet.yaml" --kubeconfig="$dir/kubelet.kubeconfig" \
+  "$KUBELET" --config="$dir/kubelet.yaml" --kubeconfig="$dir/kubelet.kubeconfig" \
     --hostname-override="$NODE_NAME" --node-ip="$NODE_IP" --v=2 &
   local kpid=$!
   trap 'kill $kpid $cpid 2>/dev/null; wait $kpid $cpid; exit 0' TERM INT

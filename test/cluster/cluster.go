@@ -69,7 +69,7 @@ func Start(t testing.TB, n int) *Cluster {
 			"namespace-controller", "garbage-collector-controller", "node-ipam-controller",
 			"root-ca-certificate-publisher-controller", "clusterrole-aggregation-controller",
 			"deployment-controller", "replicaset-controller", "daemonset-controller",
-			"node-lifecycle-controller", "podgc-controller", "ttl-controller",
+			"node-lifecycle-controller",
 		}, ",")},
 	})
 	c.CP = cp
@@ -97,7 +97,7 @@ func Start(t testing.TB, n int) *Cluster {
 		}); err != nil {
 			t.Fatal(err)
 		}
-		if err := node.start(filepath.Join(root, "hack", "cluster-node.sh"), tarballs); err != nil {
+		if err := node.start(filepath.Join(root, "hack", "cluster-node.sh"), filepath.Join(cp.BinDir, "kubelet"), tarballs); err != nil {
 			t.Fatal(err)
 		}
 		c.Nodes = append(c.Nodes, node)

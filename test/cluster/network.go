@@ -91,7 +91,7 @@ func createNodeNetNS(ns string, ip netip.Addr) error {
 func apiServerDNAT(ns string, clusterIP netip.Addr, apiPort int) error {
 	rules := fmt.Sprintf(`table ip apc-kube-api {
 	chain output {
-		type nat hook output priority dstnat; policy accept;
+		type nat hook output priority -100; policy accept;
 		ip daddr %s tcp dport 443 dnat to %s:%d
 	}
 }

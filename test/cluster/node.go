@@ -109,7 +109,7 @@ func (n *Node) writeFiles(cfg nodeConfig, kubeconfig func(path string) error) er
 
 // start runs hack/cluster-node.sh in the node's namespaces; images are imported into containerd
 // before the kubelet starts.
-func (n *Node) start(script string, images []string) error {
+func (n *Node) start(script, kubelet string, images []string) error {
 	logFile, err := os.OpenFile(filepath.Join(n.Dir, "node.log"), os.O_CREATE|os.O_WRONLY|os.O_APPEND, 0o644)
 	if err != nil {
 		return err
@@ -117,7 +117,7 @@ func (n *Node) start(script string, images []string) error {
 	args := append([]string{"--net=/run/netns/" + n.Name, "unshare", "--mount", "--propagation", "slave", "--",
 		"bash", script, "run", n.Dir, n.Name}, images...)
 	n.cmd = exec.Command("nsenter", args...)
-	n.cmd.Env = append(os.Environ(), "NODE_NAME="+n.Name, "NODE_IP="+n.IP.String())
+	n.cmd.Env = append(os.Environ(), "NODE_NAME="+n.Name, "NODE_IP="+n.IP.String(), "KUBELET="+kubelet)
 	n.cmd.Stdout, n.cmd.Stderr = logFile, logFile
 	n.cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true, Pdeathsig: syscall.SIGKILL}
 	if err := n.cmd.Start(); err != nil {

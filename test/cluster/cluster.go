@@ -63,6 +63,8 @@ func Start(t testing.TB, n int) *Cluster {
 			"--bind-address=0.0.0.0",
 			"--advertise-address=" + hostIP.String(),
 			"--endpoint-reconciler-type=lease",
+			// kubectl exec/logs: kube-apiserver dials the kubelets on their underlay address.
+			"--kubelet-preferred-address-types=InternalIP",
 		},
 		ExtraControllerManagerArgs: []string{"--controllers=" + strings.Join([]string{
 			"endpointslice-controller", "serviceaccount-controller", "serviceaccount-token-controller",

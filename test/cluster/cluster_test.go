@@ -65,19 +65,22 @@ func TestRealCluster(t *testing.T) {
 
 	// A long-lived connection to the ClusterIP, opened before the upgrade.
 	stream := c.StartStream(t, DemoNamespace, "client", "bash", "-c", keepAliveScript, "keepalive", svc.Spec.ClusterIP, strconv.Itoa(echoHTTPPort))
-	first := waitStreamLines(t, stream, 3, "")
-	backend := strings.Fields(first)[2]
+	ka := &keepAlive{s: stream}
+	ka.wait(t, 3)
 
 	before := agentUIDs(t, c)
+	up := time.Now()
 	c.Helm(t, "upgrade", "antrea-proxy", c.ChartPath(), "--namespace", Namespace, "--reuse-values", "--set", "antreaProxy.proxyLoadBalancerIPs=false")
 	c.WaitAgentsRolled(t, 5*time.Minute)
 	checkAllReplaced(t, c, before)
+	t.Logf("helm upgrade --set antreaProxy.proxyLoadBalancerIPs=false: every agent Pod replaced and ready in %v", time.Since(up).Round(time.Second))
 	for _, n := range c.Nodes {
 		waitServiceMap(t, c, n.Name, vip+"(VIP):skipped: proxyLoadBalancerIPs=false")
 		waitNoVIPFlows(t, c, n.Name, vip)
 	}
-	waitStreamLines(t, stream, 3, backend)
-	t.Logf("the long-lived connection to %s kept working through the agents' roll", svc.Spec.ClusterIP)
+	ka.wait(t, 3)
+	t.Logf("the long-lived connection to %s (backend %s) kept working through the agents' roll; longest wait between two answers %v",
+		svc.Spec.ClusterIP, ka.backend, ka.maxGap.Round(time.Millisecond))
 
 	before = agentUIDs(t, c)
 	c.Helm(t, "upgrade", "antrea-proxy", c.ChartPath(), "--namespace", Namespace, "--reuse-values", "--set", "antreaProxy.proxyLoadBalancerIPs=true")
@@ -87,7 +90,8 @@ func TestRealCluster(t *testing.T) {
 		waitServiceMap(t, c, n.Name, vip+"(VIP):programmed")
 	}
 	probeUntilAnswer(t, c, vip, 80)
-	waitStreamLines(t, stream, 2, backend)
+	ka.wait(t, 2)
+	t.Logf("the long-lived connection still answers after the upgrade back; longest wait between two answers %v", ka.maxGap.Round(time.Millisecond))
 }
 
 // WaitNodesReady waits for every Node's Ready condition (the CNI conflist is installed).
@@ -286,29 +290,57 @@ func checkAllReplaced(t *testing.T, c *Cluster, before map[types.UID]bool) {
 	}
 }
 
-// waitStreamLines waits for n more "ok" lines of the keep-alive stream, each from backend when it
-// is set, and fails on a "fail" line or the end of the stream. It returns the last line.
-func waitStreamLines(t *testing.T, s *Stream, n int, backend string) string {
-	deadline := time.After(3 * time.Minute)
-	var last string
-	for got := 0; got < n; {
+// keepAlive follows the keep-alive stream: every line must be an answer from backend (once it is
+// known), and the longest wait between two answers is recorded.
+type keepAlive struct {
+	s       *Stream
+	backend string
+	last    time.Time
+	maxGap  time.Duration
+}
+
+// check consumes one line.
+func (k *keepAlive) check(t *testing.T, l StreamLine) {
+	f := strings.Fields(l.Text)
+	if len(f) < 3 || f[0] != "ok" {
+		t.Fatalf("the long-lived connection failed: %q", l.Text)
+	}
+	if k.backend == "" {
+		k.backend = f[2]
+	}
+	if f[2] != k.backend {
+		t.Fatalf("the long-lived connection now reaches %s, not %s: %q", f[2], k.backend, l.Text)
+	}
+	if !k.last.IsZero() && l.At.Sub(k.last) > k.maxGap {
+		k.maxGap = l.At.Sub(k.last)
+	}
+	k.last = l.At
+}
+
+// wait checks every line received so far, then waits for n answers more, so that those were sent
+// after the call.
+func (k *keepAlive) wait(t *testing.T, n int) {
+	for drained := false; !drained; {
 		select {
-		case l, ok := <-s.Lines:
+		case l, ok := <-k.s.Lines:
 			if !ok {
-				t.Fatalf("the long-lived connection ended: %v (last line %q)", <-s.Done, last)
+				t.Fatalf("the long-lived connection ended: %v", <-k.s.Done)
 			}
-			last = l
-			f := strings.Fields(l)
-			if len(f) < 3 || f[0] != "ok" {
-				t.Fatalf("the long-lived connection failed: %q", l)
-			}
-			if backend != "" && f[2] != backend {
-				t.Fatalf("the long-lived connection now reaches %s, not %s: %q", f[2], backend, l)
-			}
-			got++
-		case <-deadline:
-			t.Fatalf("no answer on the long-lived connection for 3 minutes (last line %q)", last)
+			k.check(t, l)
+		default:
+			drained = true
 		}
 	}
-	return last
+	deadline := time.After(3 * time.Minute)
+	for got := 0; got < n; got++ {
+		select {
+		case l, ok := <-k.s.Lines:
+			if !ok {
+				t.Fatalf("the long-lived connection ended: %v", <-k.s.Done)
+			}
+			k.check(t, l)
+		case <-deadline:
+			t.Fatalf("no answer on the long-lived connection for 3 minutes")
+		}
+	}
 }

@@ -153,18 +153,25 @@ func (c *Cluster) AgentPod(t testing.TB, node string) *corev1.Pod {
 	return nil
 }
 
-// Stream is a long-running `kubectl exec` whose output lines arrive on Lines.
+// Stream is a long-running `kubectl exec` whose output lines arrive on Lines, each with the time
+// it arrived.
 type Stream struct {
 	cmd   *exec.Cmd
-	Lines chan string
+	Lines chan StreamLine
 	Done  chan error
+}
+
+// StreamLine is one output line of a Stream.
+type StreamLine struct {
+	Text string
+	At   time.Time
 }
 
 // StartStream starts `kubectl exec` of cmd in a Pod; it is killed when the test ends.
 func (c *Cluster) StartStream(t testing.TB, namespace, pod string, cmd ...string) *Stream {
 	t.Helper()
 	args := append([]string{"--kubeconfig", c.Kubeconfig, "-n", namespace, "exec", pod, "--"}, cmd...)
-	s := &Stream{cmd: exec.Command(filepath.Join(c.Root, "_output", "bin", "kubectl"), args...), Lines: make(chan string, 1024), Done: make(chan error, 1)}
+	s := &Stream{cmd: exec.Command(filepath.Join(c.Root, "_output", "bin", "kubectl"), args...), Lines: make(chan StreamLine, 4096), Done: make(chan error, 1)}
 	out, err := s.cmd.StdoutPipe()
 	if err != nil {
 		t.Fatal(err)
@@ -177,7 +184,7 @@ func (c *Cluster) StartStream(t testing.TB, namespace, pod string, cmd ...string
 	go func() {
 		sc := bufio.NewScanner(out)
 		for sc.Scan() {
-			s.Lines <- sc.Text()
+			s.Lines <- StreamLine{Text: sc.Text(), At: time.Now()}
 		}
 		_, _ = io.Copy(io.Discard, out)
 		s.Done <- s.cmd.Wait()

@@ -5,7 +5,7 @@
 #   localhost/antrea-proxy/golang:<go version>     that base plus this machine's Go toolchain
 #   localhost/antrea-proxy/antrea-agent:<tag>      build/images/agent/Dockerfile on those two
 #   localhost/antrea-proxy/antrea-controller:<tag> build/images/controller/Dockerfile, final stage FROM scratch
-#   localhost/antrea-proxy/pause:<tag>             build/images/pause: the sandbox image, FROM scratch
+#   localhost/antrea-proxy/pause:<tag>             build/images/pause: test/cluster/pause, the sandbox image
 #   localhost/antrea-proxy/echoserver:<tag>        build/images/echoserver: test/e2e/echoserver, FROM scratch
 #
 # and saves each one as a docker-archive tarball under _output/images/ (<name>.tar), which
@@ -165,7 +165,7 @@ done
 # 4. The pause (sandbox) image and the echo server: one static binary each, FROM scratch.
 for name in pause echoserver; do
   ref=$REPO/$name:$TAG
-  srcdir=build/images/pause
+  srcdir=test/cluster/pause
   [ "$name" = echoserver ] && srcdir=test/e2e/echoserver
   key=$(hash_inputs "$GO_VERSION" "$TAG" "$srcdir" "build/images/$name" go.mod go.sum)
   if up_to_date "$name" "$key" "$ref" && [ -s "$OUT/$name.tar" ]; then

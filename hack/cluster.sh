@@ -8,7 +8,9 @@
 #   hack/cluster.sh cleanup   remove everything a cluster left behind (also run on failure/interrupt)
 #
 # It installs containerd, runc and containernetworking-plugins from Debian if missing, and builds
-# kubectl (test/cluster/kubectl) and helm into _output/bin. Only one cluster runs at a time.
+# kubectl (test/cluster/kubectl) and helm into _output/bin. Only one cluster runs at a time. The
+# kubelets set a few host-wide sysctls (kernel.panic, vm.overcommit_memory, ...); test and down
+# put the values from before the cluster back.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 export PATH=/usr/local/go/bin:$PATH
@@ -19,6 +21,20 @@ DEMO_PID=$ROOT/_output/cluster-demo.pid
 NODES=${CLUSTER_NODES:-2}
 
 log() { echo "cluster: $*" >&2; }
+
+# The kubelet sets these host-wide sysctls at start (its protectKernelDefaults=false behaviour);
+# save_sysctls records their values before a cluster starts and restore_sysctls puts them back.
+SYSCTLS=(kernel.panic kernel.panic_on_oops vm.overcommit_memory vm.panic_on_oom kernel.keys.root_maxkeys kernel.keys.root_maxbytes)
+SAVED=$ROOT/_output/cluster-sysctls.saved
+save_sysctls() {
+  [ -f "$SAVED" ] || sysctl -e "${SYSCTLS[@]}" | sed 's/ = /=/' >"$SAVED"
+}
+restore_sysctls() {
+  if [ -f "$SAVED" ]; then
+    sysctl -q -e -w $(cat "$SAVED") >/dev/null || true
+    rm -f "$SAVED"
+  fi
+}
 
 cleanup() {
   local d h cg ns pid
@@ -64,7 +80,8 @@ case "${1:-}" in
   cleanup) cleanup ;;
   test)
     prepare
-    trap 'cleanup' EXIT
+    save_sysctls
+    trap 'cleanup; restore_sysctls' EXIT
     trap 'exit 130' INT TERM
     CLUSTER_NODES=$NODES go test -count=1 -tags cluster -run '^TestRealCluster$' -timeout 30m -v ./test/cluster/
     ;;
@@ -72,13 +89,14 @@ case "${1:-}" in
     prepare
     [ -f "$DEMO_PID" ] && kill -0 "$(cat "$DEMO_PID")" 2>/dev/null && { log "a demo cluster is already running (make demo-cluster-down)"; exit 1; }
     rm -f "$ROOT/_output/cluster-demo.ready"
+    save_sysctls
     log "starting a $NODES-node cluster (log: _output/cluster-demo.log)"
     CLUSTER_NODES=$NODES CLUSTER_DEMO_READY=$ROOT/_output/cluster-demo.ready \
       setsid go test -count=1 -tags 'cluster clusterdemo' -run '^TestDemoCluster$' -timeout 0 -v ./test/cluster/ \
       >"$ROOT/_output/cluster-demo.log" 2>&1 &
     echo $! >"$DEMO_PID"
     while [ ! -f "$ROOT/_output/cluster-demo.ready" ]; do
-      kill -0 "$(cat "$DEMO_PID")" 2>/dev/null || { tail -40 "$ROOT/_output/cluster-demo.log" >&2; cleanup; exit 1; }
+      kill -0 "$(cat "$DEMO_PID")" 2>/dev/null || { tail -40 "$ROOT/_output/cluster-demo.log" >&2; cleanup; restore_sysctls; exit 1; }
       sleep 2
     done
     cat "$ROOT/_output/cluster-demo.ready"
@@ -91,6 +109,7 @@ case "${1:-}" in
       rm -f "$DEMO_PID"
     fi
     cleanup
+    restore_sysctls
     log "demo cluster removed"
     ;;
   *) echo "usage: $0 test|demo|down|cleanup" >&2; exit 2 ;;

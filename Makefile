@@ -12,7 +12,7 @@ BINARIES := antrea-agent antctl antrea-cni antrea-controller
 UNIT_PKGS = $(shell $(GO) list ./...)
 INTEGRATION_RUN := 'Integration|RealOVS|TestStart|TestNetNS|TestEcho|TestOfctl|TestClient'
 
-.PHONY: all build setup test test-unit test-integration test-e2e test-conformance fuzz bench lint fmt generate demo demo-down clean helm manifest image
+.PHONY: all build setup test test-unit test-integration test-e2e test-conformance fuzz bench lint fmt generate demo demo-down clean helm manifest images test-cluster demo-cluster demo-cluster-down
 
 all: build
 
@@ -72,14 +72,24 @@ helm:
 manifest:
 	@bash hack/generate-manifest.sh
 
-# image: build the agent and controller images (needs docker or podman; not built in CI, see
-# build/images/README.md).
-DOCKER ?= docker
-IMAGE_REPO ?= antrea-proxy
-IMAGE_TAG ?= $(shell sed -n 's/^appVersion: *"\{0,1\}\([^"]*\)"\{0,1\}/\1/p' build/charts/antrea-proxy/Chart.yaml)
-image:
-	$(DOCKER) build -f build/images/agent/Dockerfile --build-arg VERSION=$(VERSION) -t $(IMAGE_REPO)/antrea-agent:$(IMAGE_TAG) .
-	$(DOCKER) build -f build/images/controller/Dockerfile --build-arg VERSION=$(VERSION) -t $(IMAGE_REPO)/antrea-controller:$(IMAGE_TAG) .
+# images: build the agent, controller, pause and echo-server images with podman on a debootstrap'ed
+# Debian base, without a registry, and save them under _output/images (hack/images.sh; cached by
+# their inputs). See build/images/README.md for docker and public bases.
+images:
+	@bash hack/images.sh
+
+# test-cluster: the real-cluster suite (test/cluster): the images on real kubelet + containerd
+# nodes, the chart installed with helm; removes everything also on failure or interrupt.
+# demo-cluster: the same cluster, left running (demo-cluster-down stops it). CLUSTER_NODES=N
+# sets the node count (default 2).
+test-cluster: setup build
+	@bash hack/cluster.sh test
+
+demo-cluster: setup build
+	@bash hack/cluster.sh demo
+
+demo-cluster-down:
+	@bash hack/cluster.sh down
 
 demo: setup build
 	@bash hack/demo.sh up

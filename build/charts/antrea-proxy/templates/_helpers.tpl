@@ -77,11 +77,15 @@ ipPools:
 {{ toYaml .Values.lbPools }}
 {{- end -}}
 
-{{/* The CNI network configuration list installed on every node. */}}
+{{/*
+The CNI network configuration list installed on every node. cniVersion 1.0.0: every plugin of the
+list must support it, and the portmap of widely installed containernetworking-plugins (Debian
+bookworm's 1.1.1) refuses 1.1.0; antrea-cni speaks both.
+*/}}
 {{- define "antrea-proxy.conflist" -}}
 {{- $plugins := list (dict "type" "antrea-cni" "socketPath" "/var/run/antrea/cni.sock") -}}
 {{- if .Values.agent.cni.portmap -}}
 {{- $plugins = append $plugins (dict "type" "portmap" "capabilities" (dict "portMappings" true)) -}}
 {{- end -}}
-{{- dict "cniVersion" "1.1.0" "name" "antrea" "plugins" $plugins | toPrettyJson -}}
+{{- dict "cniVersion" "1.0.0" "name" "antrea" "plugins" $plugins | toPrettyJson -}}
 {{- end -}}

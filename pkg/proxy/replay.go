@@ -114,3 +114,14 @@ func (p *Proxier) ovsLostState(ctx context.Context) bool {
 	match, err := p.countsMatch(ctx, c, want)
 	return err == nil && !match
 }
+
+// repairDrift is a full resync's check of OVS against the installed state: it counts the flows
+// per category (cheap) and replays everything when OVS holds others than installed. It runs
+// with syncSem held.
+func (p *Proxier) repairDrift(ctx context.Context) error {
+	if !p.ovsLostState(ctx) {
+		return nil
+	}
+	klog.InfoS("OVS holds other flows than the proxier installed; replaying them in the full resync")
+	return p.replay(ctx)
+}

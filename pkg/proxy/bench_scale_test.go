@@ -11,6 +11,7 @@ import (
 	v1 "k8s.io/api/core/v1"
 	discovery "k8s.io/api/discovery/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
 
 	of "github.com/antrea-proxy/antrea-proxy/pkg/ovs/openflow"
 	"github.com/antrea-proxy/antrea-proxy/pkg/ovs/openflow/openflowtest"
@@ -71,6 +72,7 @@ func BenchmarkStateHeap10k(b *testing.B) {
 		bridge func() of.Bridge
 	}{{"null-bridge", func() of.Bridge { return nullBridge{} }}, {"fake-bridge", func() of.Bridge { return openflowtest.NewFakeBridge() }}} {
 		b.Run(c.name, func(b *testing.B) {
+			b.ReportAllocs()
 			var total uint64
 			for i := 0; i < b.N; i++ {
 				before := heapInUse()
@@ -86,44 +88,86 @@ func BenchmarkStateHeap10k(b *testing.B) {
 // cpuNow returns this process's user + system CPU time.
 func cpuNow(tb testing.TB) time.Duration { return rusageCPU(tb, syscall.RUSAGE_SELF) }
 
+// scaleBridges are the bridges the scale benchmarks run on: the fake (which validates and
+// clones its whole state on every bundle: most of a small sync's time) and one that keeps
+// nothing (the proxier's own work only).
+func scaleBridges() []struct {
+	name string
+	new  func() of.Bridge
+} {
+	return []struct {
+		name string
+		new  func() of.Bridge
+	}{{"fake-bridge", func() of.Bridge { return openflowtest.NewFakeBridge() }}, {"null-bridge", func() of.Bridge { return nullBridge{} }}}
+}
+
 // BenchmarkIdleResync10k measures one periodic full resync with nothing changed, at 10,000
-// ClusterIP Services × 10 endpoints on the fake bridge: wall time (ns/op), the CPU it uses
-// (cpu-ms/op, all goroutines including the GC) and the ops it sends.
+// ClusterIP Services × 10 endpoints: wall time (ns/op), the CPU it uses (cpu-ms/op, every
+// goroutine including the GC) and the Services it computes. recompute-all is the behaviour
+// before input fingerprints (every Service recomputed), changed-only the default.
 func BenchmarkIdleResync10k(b *testing.B) {
-	fb := openflowtest.NewFakeBridge()
-	p := newScaleProxier(b, fb)
-	opsBefore := fb.OpsTotal()
-	runtime.GC()
-	b.ResetTimer()
-	cpu0 := cpuNow(b)
-	for i := 0; i < b.N; i++ {
-		if err := p.SyncNow(context.Background(), true); err != nil {
-			b.Fatal(err)
-		}
+	for _, all := range []bool{true, false} {
+		name := map[bool]string{true: "recompute-all", false: "changed-only"}[all]
+		b.Run(name, func(b *testing.B) {
+			p := newScaleProxier(b, openflowtest.NewFakeBridge())
+			p.recomputeAll = all
+			computes := 0
+			p.onCompute = func(types.NamespacedName) { computes++ }
+			runtime.GC()
+			b.ResetTimer()
+			cpu0 := cpuNow(b)
+			for i := 0; i < b.N; i++ {
+				if err := p.SyncNow(context.Background(), true); err != nil {
+					b.Fatal(err)
+				}
+			}
+			b.StopTimer()
+			b.ReportMetric(float64((cpuNow(b)-cpu0).Microseconds())/1000/float64(b.N), "cpu-ms/op")
+			b.ReportMetric(float64(computes)/float64(b.N), "computed/op")
+		})
 	}
-	b.StopTimer()
-	b.ReportMetric(float64((cpuNow(b)-cpu0).Microseconds())/1000/float64(b.N), "cpu-ms/op")
-	b.ReportMetric(float64(fb.OpsTotal()-opsBefore)/float64(b.N), "ovs-ops/op")
 }
 
 // BenchmarkOneEndpointChange10k measures the partial sync that follows one endpoint's readiness
-// flipping in one Service's slice, at 10,000 ClusterIP Services × 10 endpoints on the fake
-// bridge (the tracker update is outside the timer).
+// flipping in one Service's slice, at 10,000 ClusterIP Services × 10 endpoints (the tracker
+// update is outside the timer); behind-resync is the same change arriving while a periodic full
+// resync holds the sync goroutine: the time until it is installed is that resync plus the
+// partial sync (recompute-all: the behaviour before input fingerprints).
 func BenchmarkOneEndpointChange10k(b *testing.B) {
-	fb := openflowtest.NewFakeBridge()
-	p := newScaleProxier(b, fb)
+	for _, br := range scaleBridges() {
+		b.Run(br.name, func(b *testing.B) { benchOneEndpointChange(b, br.new(), nil) })
+	}
+	for _, all := range []bool{true, false} {
+		name := map[bool]string{true: "behind-resync/recompute-all", false: "behind-resync/changed-only"}[all]
+		b.Run(name, func(b *testing.B) {
+			benchOneEndpointChange(b, openflowtest.NewFakeBridge(), func(p *Proxier) {
+				p.recomputeAll = all
+				if err := p.SyncNow(context.Background(), true); err != nil {
+					b.Fatal(err)
+				}
+			})
+		})
+	}
+}
+
+// benchOneEndpointChange times, per iteration, before (when set) and the partial sync that
+// installs one endpoint change.
+func benchOneEndpointChange(b *testing.B, bridge of.Bridge, before func(*Proxier)) {
+	p := newScaleProxier(b, bridge)
 	runtime.GC()
 	b.ResetTimer()
 	cpu0 := cpuNow(b)
 	var worst time.Duration
 	for i := 0; i < b.N; i++ {
-		svc := i % 10000
+		svc, pass := i%10000, i/10000
 		b.StopTimer()
-		pass := i / 10000
 		old, cur := scaleSlice(svc, pass%2 == 0), scaleSlice(svc, pass%2 == 1)
-		p.Tracker().Endpoints.OnEndpointSliceUpdate(old, cur)
 		b.StartTimer()
 		t0 := time.Now()
+		p.Tracker().Endpoints.OnEndpointSliceUpdate(old, cur)
+		if before != nil {
+			before(p)
+		}
 		if err := p.SyncNow(context.Background(), false); err != nil {
 			b.Fatal(err)
 		}

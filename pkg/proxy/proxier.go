@@ -35,6 +35,8 @@ type Proxier struct {
 
 	// syncSem serializes syncs and replays (capacity 1; a holder is "the sync goroutine").
 	syncSem chan struct{}
+	// driftCheck is held (capacity 1) while a full resync's OVS check runs (checkDrift).
+	driftCheck chan struct{}
 
 	// Owned by whoever holds syncSem; never read by other goroutines.
 	syncNode       *v1.Node
@@ -92,6 +94,7 @@ func New(opts Options, bridge of.Bridge) (*Proxier, error) {
 		round:           opts.Round,
 		track:           tracker.New(),
 		syncSem:         make(chan struct{}, 1),
+		driftCheck:      make(chan struct{}, 1),
 		services:        map[types.NamespacedName]*v1.Service{},
 		dirty:           sets.New[types.NamespacedName](),
 		groups:          newGroupIDs(),

@@ -4,7 +4,9 @@ import (
 	"context"
 	"errors"
 	"strings"
+	"sync"
 	"testing"
+	"time"
 
 	v1 "k8s.io/api/core/v1"
 	discovery "k8s.io/api/discovery/v1"
@@ -179,17 +181,19 @@ func TestFailedFullResyncIsRetried(t *testing.T) {
 	}
 }
 
-// TestFullResyncRepairsDrift: a full resync that finds OVS holding fewer flows than installed
-// (counted, not recomputed) replays the installed state.
+// TestFullResyncRepairsDrift: a full resync whose check finds OVS holding fewer flows than
+// installed (counted, not recomputed, off the sync goroutine) replays the installed state.
 func TestFullResyncRepairsDrift(t *testing.T) {
 	h, _ := resyncHarness(t)
 	want := h.bridge.Dump()
-	c := countComputes(h.p)
+	var mu sync.Mutex
+	c := computeCounter{}
+	h.p.onCompute = func(nn types.NamespacedName) { mu.Lock(); c[nn]++; mu.Unlock() }
 	h.bridge.ClearFlows(of.FlowFilter{})
 	h.fullSync()
-	if got := h.bridge.Dump(); got != want {
-		t.Fatalf("after the full resync:\n%s\nwant:\n%s", got, want)
-	}
+	waitFor(t, 10*time.Second, "the replay after the full resync", func() bool { return h.bridge.Dump() == want })
+	mu.Lock()
+	defer mu.Unlock()
 	if c.total() != 0 {
 		t.Fatalf("repairing drift recomputed %v", c)
 	}

@@ -192,10 +192,7 @@ func (p *Proxier) sync(ctx context.Context, full bool) (observe.SyncResult, erro
 		p.started = true
 		full = true
 	} else if full {
-		if err := p.repairDrift(ctx); err != nil {
-			p.setSyncErr(err)
-			return p.syncResult(start, full, tracker.Drained{}, nil, err), err
-		}
+		defer p.checkDrift(ctx)
 	}
 	in := p.gather(start, full)
 	p.beginApply()

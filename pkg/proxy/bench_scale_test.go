@@ -167,11 +167,18 @@ func BenchmarkOneEndpointChange10k(b *testing.B) {
 	for _, br := range scaleBridges() {
 		b.Run(br.name, func(b *testing.B) { benchOneEndpointChange(b, br.new(), nil) })
 	}
-	for _, all := range []bool{true, false} {
-		name := map[bool]string{true: "behind-resync/recompute-all", false: "behind-resync/changed-only"}[all]
-		b.Run(name, func(b *testing.B) {
-			benchOneEndpointChange(b, openflowtest.NewFakeBridge(), func(p *Proxier) {
-				p.recomputeAll = all
+	for _, c := range []struct {
+		name   string
+		bridge func() of.Bridge
+		all    bool
+	}{
+		{"behind-resync/recompute-all", func() of.Bridge { return openflowtest.NewFakeBridge() }, true},
+		{"behind-resync/changed-only", func() of.Bridge { return openflowtest.NewFakeBridge() }, false},
+		{"behind-resync/changed-only/null-bridge", func() of.Bridge { return nullBridge{} }, false},
+	} {
+		b.Run(c.name, func(b *testing.B) {
+			benchOneEndpointChange(b, c.bridge(), func(p *Proxier) {
+				p.recomputeAll = c.all
 				if err := p.SyncNow(context.Background(), true); err != nil {
 					b.Fatal(err)
 				}

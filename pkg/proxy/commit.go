@@ -21,6 +21,7 @@ func (p *Proxier) commit(in *syncInput, pl *plan, rejected map[types.NamespacedN
 		p.groups.release(localOwner(o))
 		delete(p.ownerMeta, o)
 	}
+	p.commitInputs(in, pl.included)
 	now := p.opts.Clock.Now()
 	for _, nn := range pl.included {
 		p.dirty.Delete(nn)

@@ -22,8 +22,14 @@ type selected struct {
 	endpoints map[netip.AddrPort]bool
 }
 
+// selectedOf returns what d's groups select; only UDP owners keep their endpoints (no other
+// protocol owes a flush, and an owner's protocol never changes: it is part of its name).
 func selectedOf(d desired) selected {
-	return selected{udp: d.port.Protocol == model.UDP, ipv6: d.ipv6, endpoints: endpointsOf(d.flows)}
+	s := selected{udp: d.port.Protocol == model.UDP, ipv6: d.ipv6}
+	if s.udp {
+		s.endpoints = endpointsOf(d.flows)
+	}
+	return s
 }
 
 // goneFlushes returns, for an owner that no longer exists, the UDP conntrack entries DNATed to

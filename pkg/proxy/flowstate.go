@@ -1,6 +1,7 @@
 package proxy
 
 import (
+	"hash/maphash"
 	"sort"
 
 	of "github.com/antrea-proxy/antrea-proxy/pkg/ovs/openflow"
@@ -14,20 +15,46 @@ type owner string
 
 const baseOwner owner = "base"
 
-// wantedFlow is the flow one owner wants under a key.
+// flowSum is a 128-bit digest of a flow's canonical text (openflow.FormatFlow): flows compare
+// equal when their digests do. The state keeps digests, not the text (memory at scale).
+type flowSum [2]uint64
+
+// wantedFlow is the flow one owner wants under a key. The flow is shared, never modified.
 type wantedFlow struct {
-	flow of.Flow
-	text string // openflow.FormatFlow(flow)
+	owner owner
+	flow  *of.Flow
+	sum   flowSum
 }
 
 // flowEntry is one installed flow key with the owners that want it. Endpoint DNAT flows are
 // shared: a flow is deleted only when its last owner lets go of it. When owners want different
-// content under one key, the winner's (see flowState.rank) is installed.
+// content under one key, the winner's (see flowState.rank) is installed. owners is a short
+// list (a key rarely has more than a few owners).
 type flowEntry struct {
-	flow   of.Flow
-	text   string // what is installed: the winner's text
+	flow   *of.Flow // what is installed: the winner's flow
+	sum    flowSum
 	winner owner
-	owners map[owner]*wantedFlow
+	owners []wantedFlow
+}
+
+// want returns o's want of the entry, nil when o wants none.
+func (e *flowEntry) want(o owner) *wantedFlow {
+	for i := range e.owners {
+		if e.owners[i].owner == o {
+			return &e.owners[i]
+		}
+	}
+	return nil
+}
+
+// drop removes o's want.
+func (e *flowEntry) drop(o owner) {
+	for i := range e.owners {
+		if e.owners[i].owner == o {
+			e.owners = append(e.owners[:i], e.owners[i+1:]...)
+			return
+		}
+	}
 }
 
 // rankFunc orders owners for a contested flow key: negative when a wins over b.
@@ -46,6 +73,13 @@ type flowState struct {
 	// and the winner of each.
 	conflicts map[owner]map[string]owner
 	rank      rankFunc
+	// seeds key the flow digests (flowSum); they live as long as the state.
+	seeds [2]maphash.Seed
+}
+
+// sum returns the digest of flow text.
+func (s *flowState) sum(text string) flowSum {
+	return flowSum{maphash.String(s.seeds[0], text), maphash.String(s.seeds[1], text)}
 }
 
 func newFlowState(rank rankFunc) *flowState {
@@ -59,6 +93,7 @@ func newFlowState(rank rankFunc) *flowState {
 		perCategory: map[pipeline.Category]int{},
 		conflicts:   map[owner]map[string]owner{},
 		rank:        rank,
+		seeds:       [2]maphash.Seed{maphash.MakeSeed(), maphash.MakeSeed()},
 	}
 }
 
@@ -108,10 +143,7 @@ func (t *txn) entry(key string) *flowEntry {
 	if b == nil {
 		return nil
 	}
-	c := &flowEntry{flow: b.flow, text: b.text, winner: b.winner, owners: make(map[owner]*wantedFlow, len(b.owners))}
-	for o, w := range b.owners {
-		c.owners[o] = w
-	}
+	c := &flowEntry{flow: b.flow, sum: b.sum, winner: b.winner, owners: append([]wantedFlow(nil), b.owners...)}
 	t.flows[key] = c
 	return c
 }
@@ -129,21 +161,27 @@ func (t *txn) set(o owner, groups []*of.Group, flows []of.Flow) {
 	newKeys := make([]string, 0, len(flows))
 	seen := make(map[string]bool, len(flows))
 	for i := range flows {
-		f := flows[i]
-		key := of.FormatFlowKey(&f)
+		f := &flows[i]
+		key := of.FormatFlowKey(f)
 		if seen[key] {
 			continue
 		}
 		seen[key] = true
 		newKeys = append(newKeys, key)
-		text := of.FormatFlow(&f)
+		sum := t.st.sum(of.FormatFlow(f))
 		e := t.entry(key)
 		if e == nil {
-			e = &flowEntry{owners: map[owner]*wantedFlow{}}
+			e = &flowEntry{}
 			t.flows[key] = e
 		}
-		if w := e.owners[o]; w == nil || w.text != text {
-			e.owners[o] = &wantedFlow{flow: f, text: text}
+		// The state keeps its own copy of each flow it stores: one small allocation, not the
+		// caller's whole slice.
+		switch w := e.want(o); {
+		case w == nil:
+			e.owners = append(e.owners, wantedFlow{owner: o, flow: copyFlow(f), sum: sum})
+			t.touchedBy[key] = append(t.touchedBy[key], o)
+		case w.sum != sum:
+			w.flow, w.sum = copyFlow(f), sum
 			t.touchedBy[key] = append(t.touchedBy[key], o)
 		}
 	}
@@ -152,7 +190,7 @@ func (t *txn) set(o owner, groups []*of.Group, flows []of.Flow) {
 			continue
 		}
 		if e := t.entry(key); e != nil {
-			delete(e.owners, o)
+			e.drop(o)
 			t.touchedBy[key] = append(t.touchedBy[key], o)
 			if len(e.owners) == 0 {
 				t.flows[key] = nil
@@ -167,21 +205,25 @@ func (t *txn) set(o owner, groups []*of.Group, flows []of.Flow) {
 	t.touchedGroups[o] = true
 }
 
+func copyFlow(f *of.Flow) *of.Flow {
+	c := *f
+	return &c
+}
+
 // resolve sets each staged entry's installed content to its winner's.
 func (t *txn) resolve() {
 	for _, e := range t.flows {
 		if e == nil {
 			continue
 		}
-		var best owner
-		first := true
-		for o := range e.owners {
-			if first || t.st.rank(o, best) < 0 {
-				best, first = o, false
+		best := 0
+		for i := 1; i < len(e.owners); i++ {
+			if t.st.rank(e.owners[i].owner, e.owners[best].owner) < 0 {
+				best = i
 			}
 		}
 		w := e.owners[best]
-		e.flow, e.text, e.winner = w.flow, w.text, best
+		e.flow, e.sum, e.winner = w.flow, w.sum, w.owner
 	}
 }
 
@@ -237,12 +279,10 @@ func (t *txn) ops() ([]of.Op, [][]owner) {
 	for _, k := range keys {
 		after, before := t.flows[k], t.st.flows[k]
 		switch {
-		case after != nil && (before == nil || before.text != after.text):
-			f := after.flow
-			flowAdds.add(of.Op{Kind: of.AddFlow, Flow: &f}, []owner{after.winner})
+		case after != nil && (before == nil || before.sum != after.sum):
+			flowAdds.add(of.Op{Kind: of.AddFlow, Flow: after.flow}, []owner{after.winner})
 		case after == nil && before != nil:
-			f := before.flow
-			flowDels.add(of.Op{Kind: of.DeleteFlowStrict, Flow: &f}, t.touchedBy[k])
+			flowDels.add(of.Op{Kind: of.DeleteFlowStrict, Flow: before.flow}, t.touchedBy[k])
 		}
 	}
 	var out opList
@@ -273,8 +313,8 @@ func (t *txn) commit() {
 	for k, e := range t.flows {
 		if b := t.st.flows[k]; b != nil {
 			t.st.perCategory[pipeline.CookieCategory(b.flow.Cookie)]--
-			for o := range b.owners {
-				t.st.dropConflict(o, k)
+			for _, w := range b.owners {
+				t.st.dropConflict(w.owner, k)
 			}
 		}
 		if e == nil {
@@ -283,13 +323,13 @@ func (t *txn) commit() {
 		}
 		t.st.flows[k] = e
 		t.st.perCategory[pipeline.CookieCategory(e.flow.Cookie)]++
-		for o, w := range e.owners {
-			t.st.dropConflict(o, k)
-			if w.text != e.text {
-				if t.st.conflicts[o] == nil {
-					t.st.conflicts[o] = map[string]owner{}
+		for _, w := range e.owners {
+			t.st.dropConflict(w.owner, k)
+			if w.sum != e.sum {
+				if t.st.conflicts[w.owner] == nil {
+					t.st.conflicts[w.owner] = map[string]owner{}
 				}
-				t.st.conflicts[o][k] = e.winner
+				t.st.conflicts[w.owner][k] = e.winner
 			}
 		}
 	}
@@ -358,8 +398,7 @@ func (s *flowState) replayOps(round uint16) []of.Op {
 	}
 	sort.Strings(keys)
 	for _, k := range keys {
-		f := s.flows[k].flow
-		ops = append(ops, of.Op{Kind: of.AddFlow, Flow: &f})
+		ops = append(ops, of.Op{Kind: of.AddFlow, Flow: s.flows[k].flow})
 	}
 	return ops
 }

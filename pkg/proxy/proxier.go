@@ -16,7 +16,6 @@ import (
 	"k8s.io/klog/v2"
 
 	of "github.com/antrea-proxy/antrea-proxy/pkg/ovs/openflow"
-	"github.com/antrea-proxy/antrea-proxy/pkg/proxy/model"
 	"github.com/antrea-proxy/antrea-proxy/pkg/proxy/tracker"
 )
 
@@ -36,6 +35,8 @@ type Proxier struct {
 
 	// syncSem serializes syncs and replays (capacity 1; a holder is "the sync goroutine").
 	syncSem chan struct{}
+	// driftCheck is held (capacity 1) while a full resync's OVS check runs (checkDrift).
+	driftCheck chan struct{}
 
 	// Owned by whoever holds syncSem; never read by other goroutines.
 	syncNode       *v1.Node
@@ -45,13 +46,22 @@ type Proxier struct {
 	ownerEndpoints map[owner]selected // what each owner's groups selected at its last sync
 	ownerMeta      map[owner]ownerInfo
 	quarantine     map[types.NamespacedName]*quarantined
-	lastFamilies   model.Families // the families the installed state was computed for
-	started        bool
-	replayOwed     bool     // a replay failed: the next sync replays first
-	stale          []of.Op  // deletes of earlier rounds' flows, sent with the first bundle
-	staleCurrent   []of.Op  // deletes of flows already in this round, first in the first bundle
-	staleGroups    []uint32 // group IDs earlier runs' flows use, deleted by the first bundle
-	retry          *retryTimer
+	// committedInputs are the inputs each committed Service was computed from; svcNode and
+	// svcNodeGen the node-level ones of the last sync and their generation (inputs.go).
+	committedInputs map[types.NamespacedName]svcInputs
+	svcNode         svcNodeInputs
+	svcNodeGen      uint64
+	// recomputeAll makes full resyncs recompute every Service, whatever changed (benchmarks
+	// compare it with the default).
+	recomputeAll bool
+	// onCompute, when set, is called for every Service computeService computes (tests).
+	onCompute    func(types.NamespacedName)
+	started      bool
+	replayOwed   bool     // a replay failed: the next sync replays first
+	stale        []of.Op  // deletes of earlier rounds' flows, sent with the first bundle
+	staleCurrent []of.Op  // deletes of flows already in this round, first in the first bundle
+	staleGroups  []uint32 // group IDs earlier runs' flows use, deleted by the first bundle
+	retry        *retryTimer
 
 	// mu guards everything below. The state is written only under mu by the syncSem holder,
 	// which may read it without mu.
@@ -79,21 +89,23 @@ func New(opts Options, bridge of.Bridge) (*Proxier, error) {
 		return nil, err
 	}
 	p := &Proxier{
-		opts:           opts,
-		bridge:         bridge,
-		round:          opts.Round,
-		track:          tracker.New(),
-		syncSem:        make(chan struct{}, 1),
-		services:       map[types.NamespacedName]*v1.Service{},
-		dirty:          sets.New[types.NamespacedName](),
-		groups:         newGroupIDs(),
-		ownerEndpoints: map[owner]selected{},
-		ownerMeta:      map[owner]ownerInfo{},
-		quarantine:     map[types.NamespacedName]*quarantined{},
-		baseDirty:      true,
-		svcOwners:      map[types.NamespacedName][]owner{},
-		status:         map[types.NamespacedName]*serviceStatus{},
-		problems:       map[types.NamespacedName]*ServiceProblem{},
+		opts:            opts,
+		bridge:          bridge,
+		round:           opts.Round,
+		track:           tracker.New(),
+		syncSem:         make(chan struct{}, 1),
+		driftCheck:      make(chan struct{}, 1),
+		services:        map[types.NamespacedName]*v1.Service{},
+		dirty:           sets.New[types.NamespacedName](),
+		groups:          newGroupIDs(),
+		ownerEndpoints:  map[owner]selected{},
+		ownerMeta:       map[owner]ownerInfo{},
+		quarantine:      map[types.NamespacedName]*quarantined{},
+		committedInputs: map[types.NamespacedName]svcInputs{},
+		baseDirty:       true,
+		svcOwners:       map[types.NamespacedName][]owner{},
+		status:          map[types.NamespacedName]*serviceStatus{},
+		problems:        map[types.NamespacedName]*ServiceProblem{},
 	}
 	p.state = newFlowState(p.rankOwners)
 	p.runner = newRunner(p.syncOnce, opts.MinSyncInterval, opts.FullSyncPeriod, opts.Clock)

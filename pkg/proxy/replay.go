@@ -114,3 +114,31 @@ func (p *Proxier) ovsLostState(ctx context.Context) bool {
 	match, err := p.countsMatch(ctx, c, want)
 	return err == nil && !match
 }
+
+// checkDrift is a full resync's check of OVS against the installed state, off the sync
+// goroutine so that it never delays a sync: it counts the flows per category as Verify does
+// (cheap) and replays everything when OVS holds others than installed (a replay runs
+// serialized with the syncs). At most one check runs at a time; the healer runs the same
+// check more often where it is set up.
+func (p *Proxier) checkDrift(ctx context.Context) {
+	c, ok := p.bridge.(of.FlowCounter)
+	if !ok {
+		return
+	}
+	select {
+	case p.driftCheck <- struct{}{}:
+	default:
+		return // one is running
+	}
+	go func() {
+		defer func() { <-p.driftCheck }()
+		ok, err := p.Verify(ctx, c)
+		if err != nil || ok {
+			return
+		}
+		klog.InfoS("OVS holds other flows than the proxier installed; replaying them after the full resync")
+		if err := p.Replay(ctx); err != nil {
+			klog.ErrorS(err, "Replaying after the full resync failed; the next sync replays first")
+		}
+	}()
+}

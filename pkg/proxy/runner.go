@@ -10,6 +10,8 @@ import (
 // runner calls a sync function no more often than minInterval, at least every fullPeriod, and
 // after a failure retries with exponential backoff (from minInterval, capped at maxBackoff).
 // Requests that arrive while a sync runs or during the minimum interval coalesce into one sync.
+// The minimum interval paces requested syncs only: a periodic full resync does not delay the
+// request that follows it (it is cheap when nothing changed and no change triggered it).
 type runner struct {
 	sync        func(ctx context.Context, full bool) error
 	minInterval time.Duration
@@ -39,11 +41,13 @@ func (r *runner) Request() {
 func (r *runner) Run(ctx context.Context) {
 	full := true
 	backoff := time.Duration(0)
-	var lastRun, lastFull time.Time
-	pending := true
+	// lastRun is the last sync's start (backoff), lastPaced that of the last sync not started
+	// by the full-period timer alone (minimum interval).
+	var lastRun, lastPaced, lastFull time.Time
+	pending, periodic := true, false
 	for {
 		if pending {
-			wait := r.minInterval - r.clock.Since(lastRun)
+			wait := r.minInterval - r.clock.Since(lastPaced)
 			if backoff > 0 {
 				wait = backoff - r.clock.Since(lastRun)
 			}
@@ -59,9 +63,13 @@ func (r *runner) Run(ctx context.Context) {
 			// Drain a kick that arrived while waiting: this sync covers it.
 			select {
 			case <-r.kick:
+				periodic = false
 			default:
 			}
 			lastRun = r.clock.Now()
+			if !periodic {
+				lastPaced = lastRun
+			}
 			if err := r.sync(ctx, full); err != nil {
 				if backoff == 0 {
 					backoff = r.minInterval
@@ -77,7 +85,7 @@ func (r *runner) Run(ctx context.Context) {
 			if full {
 				lastFull = lastRun
 			}
-			backoff, full, pending = 0, false, false
+			backoff, full, pending, periodic = 0, false, false, false
 		}
 		untilFull := r.fullPeriod - r.clock.Since(lastFull)
 		if untilFull < 0 {
@@ -92,7 +100,7 @@ func (r *runner) Run(ctx context.Context) {
 			t.Stop()
 			pending = true
 		case <-t.C():
-			pending, full = true, true
+			pending, full, periodic = true, true, true
 		}
 	}
 }

@@ -130,3 +130,25 @@ func TestRunnerPeriodicFullSync(t *testing.T) {
 		t.Fatalf("periodic full sync at +%v, want +30s", got)
 	}
 }
+
+// TestRunnerPeriodicFullSyncDoesNotDelayChanges: a request right after a periodic full resync
+// runs at once (the minimum interval paces requested syncs only), and the minimum interval
+// still paces the requests after it.
+func TestRunnerPeriodicFullSyncDoesNotDelayChanges(t *testing.T) {
+	h := newRunnerHarness(t)
+	h.expectCall(true)
+	h.step(30 * time.Second)
+	h.expectCall(true)
+	h.r.Request()
+	c := h.expectCall(false)
+	if got := c.at.Sub(time.Unix(1000, 0)); got != 30*time.Second {
+		t.Fatalf("the request after the periodic full sync ran at +%v, want +30s (at once)", got)
+	}
+	h.r.Request()
+	h.expectNoCall() // inside the minimum interval of the requested sync
+	h.step(time.Second)
+	c = h.expectCall(false)
+	if got := c.at.Sub(time.Unix(1000, 0)); got != 31*time.Second {
+		t.Fatalf("the next request ran at +%v, want +31s", got)
+	}
+}

@@ -140,7 +140,7 @@ func (p *Proxier) ServiceFlows(nn types.NamespacedName) ([]of.Flow, []of.Group) 
 	for _, o := range p.svcOwners[nn] {
 		for _, key := range p.state.owned[o] {
 			if e := p.state.flows[key]; e != nil {
-				flows = append(flows, e.flow)
+				flows = append(flows, *e.flow)
 			}
 		}
 		for _, g := range p.state.groups[o] {
@@ -163,7 +163,7 @@ func (p *Proxier) ServiceFlowsContain(s string) bool {
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	for _, e := range p.state.flows {
-		if strings.Contains(e.text, s) {
+		if strings.Contains(of.FormatFlow(e.flow), s) {
 			return true
 		}
 	}

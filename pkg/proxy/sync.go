@@ -90,6 +90,9 @@ type desired struct {
 
 // computeService returns the desired state of one Service (nil when it is gone or skipped).
 func (p *Proxier) computeService(nn types.NamespacedName) ([]desired, string) {
+	if p.onCompute != nil {
+		p.onCompute(nn)
+	}
 	svc := p.services[nn]
 	if svc == nil {
 		return nil, "deleted"
@@ -148,6 +151,8 @@ type syncInput struct {
 	// names are the Services planned, sorted; computed their desired state (nil = gone).
 	names    []types.NamespacedName
 	computed map[types.NamespacedName][]desired
+	// inputs are what each planned Service was computed from (committed with it).
+	inputs map[types.NamespacedName]svcInputs
 	// stale, staleCurrent and staleGroups are the first bundle's clean-up.
 	stale, staleCurrent []of.Op
 	staleGroups         []uint32
@@ -186,6 +191,8 @@ func (p *Proxier) sync(ctx context.Context, full bool) (observe.SyncResult, erro
 		}
 		p.started = true
 		full = true
+	} else if full {
+		defer p.checkDrift(ctx)
 	}
 	in := p.gather(start, full)
 	p.beginApply()
@@ -223,30 +230,24 @@ func (p *Proxier) gather(start time.Time, full bool) *syncInput {
 			p.services[nn] = ch.Current
 		}
 	}
-	p.dirty = p.dirty.Union(in.drained.Services())
-	all := full
-	if fam := p.families(); fam != p.lastFamilies {
-		// The served families changed (the Node got its podCIDRs): every Service changes.
-		p.lastFamilies = fam
-		all = true
-	}
-	if all {
-		for nn := range p.services {
-			p.dirty.Insert(nn)
-		}
-		for nn := range p.svcOwners {
-			p.dirty.Insert(nn)
-		}
+	p.dirtyAll(in.drained.Services())
+	// A full resync recomputes only the Services whose inputs changed since their last
+	// committed computation; a change of the node-level inputs (the served families, the zone)
+	// changes every Service.
+	if all := p.noteNodeInputs() || (full && p.recomputeAll); all || full {
+		p.markChanged(all)
 	}
 	if in.setBase {
 		n := p.nodeConfig()
 		in.base, in.nodePortAddrs = pipeline.BaseFlows(n), n.NodePortAddresses
 	}
 	in.computed = map[types.NamespacedName][]desired{}
+	in.inputs = make(map[types.NamespacedName]svcInputs, len(p.dirty))
 	for _, nn := range sortedNames(p.dirty) {
 		if q := p.quarantine[nn]; q != nil && p.services[nn] != nil && start.Before(q.next) {
 			continue
 		}
+		in.inputs[nn] = p.inputsOf(nn)
 		want, _ := p.computeService(nn)
 		in.names = append(in.names, nn)
 		in.computed[nn] = want

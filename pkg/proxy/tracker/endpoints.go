@@ -29,6 +29,10 @@ type EndpointsChangeTracker struct {
 	// triggerTimes holds, per dirty Service, the latest last-change-trigger-time seen on one of
 	// its changed slices since the last drain.
 	triggerTimes map[types.NamespacedName]time.Time
+	// gens holds, per Service with slices, the value of counter when its slices last changed
+	// (Generation).
+	gens    map[types.NamespacedName]uint64
+	counter uint64
 }
 
 // NewEndpointsChangeTracker returns an empty tracker. onChange, if not nil, is called (without
@@ -40,6 +44,7 @@ func NewEndpointsChangeTracker(onChange func()) *EndpointsChangeTracker {
 		owners:       map[types.NamespacedName]types.NamespacedName{},
 		dirty:        sets.New[types.NamespacedName](),
 		triggerTimes: map[types.NamespacedName]time.Time{},
+		gens:         map[types.NamespacedName]uint64{},
 	}
 }
 
@@ -108,7 +113,7 @@ func (t *EndpointsChangeTracker) applyLocked(oldSlice, newSlice *discovery.Endpo
 	}
 	t.slices[newOwner][id.Name] = newSlice
 	t.owners[id] = newOwner
-	t.dirty.Insert(newOwner)
+	t.markLocked(newOwner)
 	t.recordTriggerTime(newOwner, newSlice)
 	return true
 }
@@ -117,10 +122,27 @@ func (t *EndpointsChangeTracker) applyLocked(oldSlice, newSlice *discovery.Endpo
 func (t *EndpointsChangeTracker) removeLocked(id, svc types.NamespacedName) {
 	delete(t.owners, id)
 	delete(t.slices[svc], id.Name)
+	t.markLocked(svc)
 	if len(t.slices[svc]) == 0 {
 		delete(t.slices, svc)
+		delete(t.gens, svc)
 	}
+}
+
+// markLocked marks svc dirty and gives its slices a new generation.
+func (t *EndpointsChangeTracker) markLocked(svc types.NamespacedName) {
 	t.dirty.Insert(svc)
+	t.counter++
+	t.gens[svc] = t.counter
+}
+
+// Generation returns a number that changes whenever the slices of svc change (0 when it has
+// none): the same number means the same slices, whether or not a drain happened in between.
+// Numbers are never reused within a tracker.
+func (t *EndpointsChangeTracker) Generation(svc types.NamespacedName) uint64 {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	return t.gens[svc]
 }
 
 func (t *EndpointsChangeTracker) recordTriggerTime(svc types.NamespacedName, slice *discovery.EndpointSlice) {

@@ -227,3 +227,35 @@ func TestEndpointsTrackerIPv6AndPortsChange(t *testing.T) {
 		model.ServicePortName{NamespacedName: fooNN, Port: "http", Protocol: model.TCP}, "", model.Families{IPv4: true})
 	require.Equal(t, []model.Endpoint{{IP: netip.MustParseAddr("10.0.0.1"), Port: 9090, Ready: true, Serving: true}}, eps)
 }
+
+// TestEndpointSliceGeneration: a Service's generation changes with every change of its slices,
+// drained or not, stays put through no-op updates and is 0 once its last slice is gone; a
+// re-created Service never gets an earlier number back.
+func TestEndpointSliceGeneration(t *testing.T) {
+	tr := NewEndpointsChangeTracker(nil)
+	require.Zero(t, tr.Generation(barNN))
+	s1 := slice("bar-1", "bar", "1", "10.0.0.1")
+	tr.OnEndpointSliceAdd(s1)
+	g1 := tr.Generation(barNN)
+	require.NotZero(t, g1)
+
+	tr.DrainDirty()
+	require.Equal(t, g1, tr.Generation(barNN), "a drain changed the generation")
+	tr.OnEndpointSliceUpdate(s1, slice("bar-1", "bar", "2", "10.0.0.1"))
+	require.Equal(t, g1, tr.Generation(barNN), "a metadata-only update changed the generation")
+
+	s2 := slice("bar-1", "bar", "3", "10.0.0.2")
+	tr.OnEndpointSliceUpdate(s1, s2)
+	g2 := tr.Generation(barNN)
+	require.NotEqual(t, g1, g2)
+	tr.OnEndpointSliceAdd(slice("bar-2", "bar", "4", "10.0.0.3"))
+	g3 := tr.Generation(barNN)
+	require.NotEqual(t, g2, g3, "a second slice did not change the generation")
+
+	tr.OnEndpointSliceDelete(slice("bar-2", "bar", "4"))
+	require.NotEqual(t, g3, tr.Generation(barNN))
+	tr.OnEndpointSliceDelete(s2)
+	require.Zero(t, tr.Generation(barNN), "no slices left")
+	tr.OnEndpointSliceAdd(s1)
+	require.Greater(t, tr.Generation(barNN), g3, "a re-created Service reused a generation")
+}

@@ -1,0 +1,87 @@
+package proxy
+
+import (
+	v1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/apimachinery/pkg/util/sets"
+
+	"github.com/antrea-proxy/antrea-proxy/pkg/proxy/model"
+)
+
+// svcInputs identifies everything one Service's desired state is computed from, so that a full
+// resync recomputes only the Services whose inputs changed since their last committed
+// computation. The options are fixed for the proxier's life and group IDs are stable while
+// their owner exists, so neither is part of it.
+type svcInputs struct {
+	// svc is the object the Service was computed from (the tracker hands out a new object for
+	// every change it reports; nil: the Service is gone).
+	svc *v1.Service
+	// slices is the endpoints tracker's generation of the Service's EndpointSlices.
+	slices uint64
+	// node is the generation of the node-level inputs of Service flows (svcNodeInputs).
+	node uint64
+}
+
+// svcNodeInputs are the node-level inputs of every Service's flows: the IP families served and
+// the Node's zone (topology hints). The NodePort addresses only shape the base flows.
+type svcNodeInputs struct {
+	families model.Families
+	zone     string
+}
+
+// inputsOf returns nn's inputs as of now (on the sync goroutine).
+func (p *Proxier) inputsOf(nn types.NamespacedName) svcInputs {
+	return svcInputs{svc: p.services[nn], slices: p.track.Endpoints.Generation(nn), node: p.svcNodeGen}
+}
+
+// noteNodeInputs takes this sync's node-level Service inputs and reports whether they differ from
+// the previous sync's (then every Service is recomputed).
+func (p *Proxier) noteNodeInputs() bool {
+	cur := svcNodeInputs{families: p.families(), zone: nodeZone(p.syncNode)}
+	if p.svcNodeGen != 0 && cur == p.svcNode {
+		return false
+	}
+	p.svcNode = cur
+	p.svcNodeGen++
+	return true
+}
+
+// markChanged marks dirty every Service, installed or known, whose inputs differ from those of
+// its last committed computation, or every one of them when all is set.
+func (p *Proxier) markChanged(all bool) {
+	mark := func(nn types.NamespacedName) {
+		if p.dirty.Has(nn) {
+			return
+		}
+		if committed, ok := p.committedInputs[nn]; all || !ok || committed != p.inputsOf(nn) {
+			p.dirty.Insert(nn)
+		}
+	}
+	for nn := range p.services {
+		mark(nn)
+	}
+	for nn := range p.svcOwners {
+		mark(nn)
+	}
+	for nn := range p.committedInputs {
+		mark(nn)
+	}
+}
+
+// commitInputs records the inputs the committed Services were computed from.
+func (p *Proxier) commitInputs(in *syncInput, included []types.NamespacedName) {
+	for _, nn := range included {
+		if ci, ok := in.inputs[nn]; ok && ci.svc != nil {
+			p.committedInputs[nn] = ci
+		} else {
+			delete(p.committedInputs, nn)
+		}
+	}
+}
+
+// dirtyAll marks every Service of s dirty.
+func (p *Proxier) dirtyAll(s sets.Set[types.NamespacedName]) {
+	for nn := range s {
+		p.dirty.Insert(nn)
+	}
+}

@@ -8,7 +8,7 @@
 // An example /etc/cni/net.d/10-antrea.conflist:
 //
 //	{
-//	  "cniVersion": "1.1.0",
+//	  "cniVersion": "1.0.0",
 //	  "name": "antrea",
 //	  "plugins": [
 //	    {"type": "antrea-cni", "socketPath": "/var/run/antrea/cni.sock"},

@@ -23,7 +23,7 @@ import (
 // unanswered: an answer takes milliseconds, a clash loses every resend.
 const clashAnswerWait = 3 * time.Second
 
-// TestReplyTupleClash is the reproducer of the antrea-lossy rule that docs/conformance.md had:
+// TestReplyTupleClash reproduces what most of the antrea-lossy rule of docs/conformance.md was:
 // a client sends from one source port first to a ClusterIP (conntrack DNATs it to the
 // backend), then from the same port straight to that backend. The second connection's reply
 // tuple (backend -> client:port) is the one the first connection's reply already has. The

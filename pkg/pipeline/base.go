@@ -29,11 +29,14 @@ type family struct {
 	ethType     of.EthType
 	serviceZone uint16
 	snatZone    uint16
+	// unspecified is the all-zero address: a SNAT to it keeps the source address (and moves
+	// only the source port, when the reply tuple is taken).
+	unspecified netip.Addr
 }
 
 var (
-	familyV4 = family{of.EthTypeIP, ZoneServiceV4, ZoneSNATV4}
-	familyV6 = family{of.EthTypeIPv6, ZoneServiceV6, ZoneSNATV6}
+	familyV4 = family{of.EthTypeIP, ZoneServiceV4, ZoneSNATV4, netip.IPv4Unspecified()}
+	familyV6 = family{of.EthTypeIPv6, ZoneServiceV6, ZoneSNATV6, netip.IPv6Unspecified()}
 )
 
 func familyOf(a netip.Addr) family {
@@ -137,9 +140,21 @@ func BaseFlows(n NodeConfig) []of.Flow {
 				Match: of.Match{EthType: f.ethType, CtState: &of.CtState{Set: of.CtTrk, Unset: of.CtRpl},
 					CtMark: &of.Masked32{Value: CtMarkService, Mask: CtMarkService}},
 				Actions: []of.Action{of.CT{Zone: f.snatZone, Table: TableL3Forwarding, HasTable: true, NAT: &of.NAT{Kind: of.NATReply}}}},
+			// Connections no Service claimed share the zone with DNATed ones, whose reply tuple
+			// (endpoint -> client) may be the very tuple such a connection has, e.g. when a
+			// client reuses a port directly towards an endpoint, or when another node's
+			// masquerade picks the port another client had used towards this node's Service.
+			// Linux conntrack gives every connection a null NAT binding that moves the source
+			// port when its reply tuple is taken; OVS conntrack does so only for a connection
+			// committed with nat, so these are committed with a SNAT to their own source
+			// address (all-zero, OVS's ct_zero_snat): a no-op unless the reply tuple is in
+			// use. Without it both entries claim the endpoint's replies, and the endpoint sees
+			// the two connections as one (a TCP endpoint answers the second one's SYN from
+			// the first one's TIME_WAIT, and it never gets an answer).
 			of.Flow{Table: TableConntrackCommit, Priority: PriorityNormal, Cookie: c,
-				Match:   of.Match{EthType: f.ethType, CtState: &of.CtState{Set: of.CtNew | of.CtTrk}},
-				Actions: []of.Action{of.CT{Commit: true, Zone: f.serviceZone, Table: TableL3Forwarding, HasTable: true}}},
+				Match: of.Match{EthType: f.ethType, CtState: &of.CtState{Set: of.CtNew | of.CtTrk}},
+				Actions: []of.Action{of.CT{Commit: true, Zone: f.serviceZone, Table: TableL3Forwarding, HasTable: true,
+					NAT: &of.NAT{Kind: of.NATSrc, Addr: f.unspecified}}}},
 		)
 		if gw := n.gatewayIP(f); gw.IsValid() {
 			flows = append(flows, serviceSNATFlow(c, f, gw, PriorityNormal, SourceGateway|BitExternalService, SourceMask|BitExternalService),

@@ -36,7 +36,7 @@ func TestDocRulesParse(t *testing.T) {
 	for _, r := range rules {
 		ids[r.ID] = true
 	}
-	for _, want := range []string{"pod-keeps-source", "snat-svip"} {
+	for _, want := range []string{"pod-keeps-source", "snat-svip", "host-udp-vetoed"} {
 		if !ids[want] {
 			t.Errorf("docs/conformance.md has no rule %s", want)
 		}

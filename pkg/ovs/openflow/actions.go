@@ -23,8 +23,16 @@ const (
 // NAT is the nat() clause of a ct action.
 type NAT struct {
 	Kind NATKind
-	Addr netip.Addr // zero for NATReply
-	Port uint16     // 0 keeps the port
+	// Addr is zero for NATReply. For NATSrc, an unspecified or zero Addr is "nat(src)": the
+	// connection keeps its source address, and conntrack only moves its source port when its
+	// reply tuple is already taken (OVS's zero SNAT, the null binding of Linux conntrack).
+	Addr netip.Addr
+	Port uint16 // 0 keeps the port
+}
+
+// keepsAddress reports whether n is a NATSrc or NATDst without an address ("nat(src)").
+func (n NAT) keepsAddress() bool {
+	return n.Kind != NATReply && (!n.Addr.IsValid() || n.Addr.IsUnspecified())
 }
 
 // CT sends the packet through conntrack.

@@ -355,6 +355,9 @@ func canonicalAction(a Action) Action {
 			if n.Kind == NATReply {
 				n = NAT{Kind: NATReply}
 			}
+			if n.keepsAddress() {
+				n = NAT{Kind: n.Kind}
+			}
 			a.NAT = &n
 		}
 		a.Exec = canonicalActions(a.Exec, false)

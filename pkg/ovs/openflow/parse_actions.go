@@ -269,11 +269,17 @@ func parseCT(body, tok string) (Action, error) {
 }
 
 // parseNAT parses "nat(src=ADDR[:PORT])" or "nat(dst=...)", with IPv6 addresses bracketed
-// when a port follows.
+// when a port follows, and "nat(src)" or "nat(dst)" without an address.
 func parseNAT(t string) (*NAT, error) {
 	body, ok := inner(t, "nat")
 	if !ok {
 		return nil, fmt.Errorf("invalid nat %q", t)
+	}
+	switch body {
+	case "src":
+		return &NAT{Kind: NATSrc}, nil
+	case "dst":
+		return &NAT{Kind: NATDst}, nil
 	}
 	kindStr, addrStr, ok := strings.Cut(body, "=")
 	if !ok || strings.Contains(addrStr, ",") || strings.Contains(addrStr, "-") {

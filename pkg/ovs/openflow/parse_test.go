@@ -203,6 +203,12 @@ var parseFlowCases = []struct {
 			Actions: []of.Action{of.CT{Commit: true, HasTable: true, Table: 2, Zone: 1, NAT: &of.NAT{Kind: of.NATSrc, Addr: netip.MustParseAddr("fd00::2")}}}},
 	},
 	{
+		name: "snat to the own address (zero snat)",
+		line: " priority=14,ip actions=ct(commit,table=20,zone=65520,nat(src))",
+		want: of.Flow{Priority: 14, Match: of.Match{EthType: of.EthTypeIP},
+			Actions: []of.Action{of.CT{Commit: true, HasTable: true, Table: 20, Zone: 65520, NAT: &of.NAT{Kind: of.NATSrc}}}},
+	},
+	{
 		name: "ipv6 prefixes",
 		line: " priority=11,ipv6,ipv6_src=fd00::/64,ipv6_dst=fd00::1 actions=NORMAL",
 		want: of.Flow{Priority: 11, Match: of.Match{EthType: of.EthTypeIPv6, Src: netip.MustParsePrefix("fd00::/64"), Dst: netip.MustParsePrefix("fd00::1/128")},

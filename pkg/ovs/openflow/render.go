@@ -366,6 +366,9 @@ func formatNAT(n NAT) string {
 	if n.Kind == NATSrc {
 		kind = "src"
 	}
+	if n.keepsAddress() {
+		return "nat(" + kind + ")"
+	}
 	// OVS brackets an IPv6 address only when a port follows it.
 	addr := n.Addr.String()
 	if n.Port != 0 {

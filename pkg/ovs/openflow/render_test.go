@@ -83,6 +83,8 @@ func TestFormatActionGolden(t *testing.T) {
 		{of.CT{Commit: true, Zone: 2, NAT: &of.NAT{Kind: of.NATDst, Addr: addr("10.0.0.2"), Port: 8080}}, "ct(commit,zone=2,nat(dst=10.0.0.2:8080))"},
 		{of.CT{Commit: true, Zone: 2, NAT: &of.NAT{Kind: of.NATDst, Addr: addr("fd00::2"), Port: 8080}}, "ct(commit,zone=2,nat(dst=[fd00::2]:8080))"},
 		{of.CT{Commit: true, Zone: 2, NAT: &of.NAT{Kind: of.NATSrc, Addr: addr("fd00::2")}}, "ct(commit,zone=2,nat(src=fd00::2))"},
+		{of.CT{Commit: true, Zone: 2, NAT: &of.NAT{Kind: of.NATSrc, Addr: addr("0.0.0.0")}}, "ct(commit,zone=2,nat(src))"},
+		{of.CT{Commit: true, Zone: 2, NAT: &of.NAT{Kind: of.NATSrc, Addr: addr("::")}}, "ct(commit,zone=2,nat(src))"},
 		{of.CT{Commit: true, HasTable: true, Table: 6, Zone: 65520, NAT: &of.NAT{Kind: of.NATDst, Addr: addr("10.0.0.2"), Port: 80},
 			Exec: []of.Action{of.SetCtMark{Value: 1, Mask: 1}, of.SetCtMark{Value: 0x20}}},
 			"ct(commit,table=6,zone=65520,nat(dst=10.0.0.2:80),exec(set_field:0x1/0x1->ct_mark,set_field:0x20->ct_mark))"},

@@ -40,7 +40,8 @@ func coverageOps() []of.Op {
 				of.CT{Commit: true, HasTable: true, Table: 0, NAT: &of.NAT{Kind: of.NATDst, Addr: v4, Port: 80}, Exec: []of.Action{of.SetCtMark{Value: 0xffffffff}}}, of.CT{}}},
 		{Table: 6, Priority: 19, Match: of.Match{EthType: of.EthTypeIPv6},
 			Actions: []of.Action{of.CT{Commit: true, Zone: 9, NAT: &of.NAT{Kind: of.NATDst, Addr: v6, Port: 80}},
-				of.CT{HasTable: true, Table: 7, NAT: &of.NAT{Kind: of.NATSrc, Addr: v6}}}},
+				of.CT{HasTable: true, Table: 7, NAT: &of.NAT{Kind: of.NATSrc, Addr: v6}},
+				of.CT{Commit: true, Zone: 9, NAT: &of.NAT{Kind: of.NATSrc, Addr: netip.IPv6Unspecified()}}}},
 		{Table: 7, Priority: 19, Match: of.Match{EthType: of.EthTypeIPv6, IPProto: of.ProtoSCTP},
 			Actions: []of.Action{of.Learn{Table: 8, Priority: 5, HardTimeout: 9, FinIdleTimeout: 2, FinHardTimeout: 3, Cookie: 0x42,
 				EthType: of.EthTypeIPv6, IPProto: of.ProtoSCTP, Specs: []of.LearnSpec{

@@ -72,8 +72,16 @@ func putNAT(w *buf, n openflow.NAT) error {
 	default:
 		return fmt.Errorf("nat: unknown kind %d", n.Kind)
 	}
-	if !n.Addr.IsValid() {
-		return fmt.Errorf("nat: no address")
+	if !n.Addr.IsValid() || n.Addr.IsUnspecified() {
+		// "nat(src)": OVS sends no range for an all-zero address and refuses one.
+		if n.Port != 0 {
+			return fmt.Errorf("nat: a port without an address")
+		}
+		w.u16(flags)
+		w.u16(0)
+		w.pad8(start)
+		w.setLen16(start, 2)
+		return nil
 	}
 	if n.Addr.Is4() {
 		ranges |= natIPv4Min

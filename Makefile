@@ -12,7 +12,7 @@ BINARIES := antrea-agent antctl antrea-cni antrea-controller
 UNIT_PKGS = $(shell $(GO) list ./...)
 INTEGRATION_RUN := 'Integration|RealOVS|TestStart|TestNetNS|TestEcho|TestOfctl|TestClient'
 
-.PHONY: all build setup test test-unit test-integration test-e2e test-conformance fuzz bench lint fmt generate demo demo-down clean helm manifest images test-cluster demo-cluster demo-cluster-down
+.PHONY: all build setup test test-unit test-integration test-e2e test-conformance fuzz bench lint fmt generate demo demo-down clean helm manifest images test-cluster demo-cluster demo-cluster-down bench-scale
 
 all: build
 
@@ -51,6 +51,11 @@ test-conformance: setup
 FUZZTIME ?= 60s
 fuzz:
 	@FUZZTIME=$(FUZZTIME) bash hack/test.sh fuzz
+
+# bench-scale: antrea-agent and kube-proxy side by side on one sandbox apiserver (test/bench,
+# docs/performance.md), BENCH_SERVICES (default 10000) × BENCH_ENDPOINTS (10), BENCH_CHANGES (50).
+bench-scale: setup
+	@bash hack/test.sh bench-scale
 
 bench: setup
 	$(GO) test ./pkg/ovs/openflow/ofctl -run '^$$' -bench . -benchtime 3x

@@ -7,6 +7,9 @@
 #   all          unit, then integration (what `make test` and CI run)
 #   conformance  the differential suite against kube-proxy (test/conformance, docs/conformance.md):
 #                CONFORMANCE_SHAPES random Services (default 40) of CONFORMANCE_SEED (default 1)
+#   bench-scale  antrea-agent and kube-proxy side by side at BENCH_SERVICES Services (default 10000)
+#                × BENCH_ENDPOINTS endpoints (default 10), BENCH_CHANGES changes (default 50);
+#                prints the table of docs/performance.md (test/bench, build tag bench)
 #   fuzz         every Go fuzz target (func FuzzXxx in a _test.go file) for FUZZTIME each
 #                (default 60s), one after another; fails if any finds a crasher
 set -euo pipefail
@@ -94,6 +97,13 @@ run_demo() {
   bash hack/build-control-plane.sh
   go test -count=1 -timeout 20m -tags demo -run '^TestDemo$' ./test/e2e/demo/
 }
+# run_bench_scale runs the side-by-side scale benchmark (test/bench); it asserts only that both
+# proxies programmed every Service and that every figure was measured.
+run_bench_scale() {
+  echo "== bench-scale: ${BENCH_SERVICES:-10000} Services x ${BENCH_ENDPOINTS:-10} endpoints, antrea-agent and kube-proxy =="
+  bash hack/build-control-plane.sh
+  go test -count=1 -timeout 60m -tags bench -run '^TestBenchScale$' ./test/bench/ -v
+}
 case "$suite" in
   unit) run_unit ;;
   demo) run_demo ;;
@@ -102,5 +112,6 @@ case "$suite" in
   all) run_unit; run_integration ;;
   conformance) run_conformance ;;
   fuzz) run_fuzz ;;
-  *) echo "usage: $0 unit|integration|e2e|conformance|demo|all|fuzz" >&2; exit 2 ;;
+  bench-scale) run_bench_scale ;;
+  *) echo "usage: $0 unit|integration|e2e|conformance|demo|all|fuzz|bench-scale" >&2; exit 2 ;;
 esac

@@ -77,7 +77,7 @@ func (s *Sandbox) addNode(t testing.TB, i int) (*Node, error) {
 	if err != nil {
 		return nil, err
 	}
-	n := &Node{Name: name, IP: NodeIP(i), NS: ns, Dir: filepath.Join(s.Dir, name), Proxy: s.proxy, s: s}
+	n := &Node{Name: name, IP: NodeIP(i), NS: ns, Dir: filepath.Join(s.Dir, name), Proxy: s.proxyOf(i), s: s}
 	if err := os.MkdirAll(n.Dir, 0o755); err != nil {
 		return nil, fmt.Errorf("node %s: %w", name, err)
 	}

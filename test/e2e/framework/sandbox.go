@@ -37,6 +37,12 @@ type SandboxOptions struct {
 	// Proxy is the kind of every node: ProxyAntrea (the default) or ProxyKubeProxy, the
 	// reference of the conformance suite (IPv4 only; Agent and RestartAgents do not apply).
 	Proxy NodeProxy
+	// NodeProxies, when set, is the kind of each node (node i is NodeProxies[i]; Nodes defaults
+	// to its length), overriding Proxy: one sandbox can then hold antrea and kube-proxy nodes.
+	NodeProxies []NodeProxy
+	// DeferProxies makes StartSandbox start no proxy and no kubelet: the caller starts the
+	// proxies with StartProxies, e.g. all at the same moment after it created its objects.
+	DeferProxies bool
 }
 
 // Sandbox is a whole cluster on one machine: the control plane, an underlay with an external
@@ -63,6 +69,8 @@ type Sandbox struct {
 	dualStack bool
 	// proxy is SandboxOptions.Proxy.
 	proxy NodeProxy
+	// nodeProxies is SandboxOptions.NodeProxies.
+	nodeProxies []NodeProxy
 	// extraDirs are removed, besides Dir, if the process is interrupted (the control plane's
 	// and the OVS instances' directories).
 	extraDirs []string
@@ -82,7 +90,7 @@ func StartSandbox(t testing.TB, opts SandboxOptions) *Sandbox {
 	t.Helper()
 	ovssandbox.Require(t)
 	if opts.Nodes == 0 {
-		opts.Nodes = 2
+		opts.Nodes = max(2, len(opts.NodeProxies))
 	}
 	sweepOrphanedSandboxes(t)
 	id := randomHex(4)
@@ -96,7 +104,7 @@ func StartSandbox(t testing.TB, opts SandboxOptions) *Sandbox {
 	if opts.Proxy == ProxyKubeProxy && opts.DualStack {
 		t.Fatal("the kube-proxy node kind is IPv4 only")
 	}
-	s := &Sandbox{ID: id, NSPrefix: "e2e" + id + "-", Dir: dir, agent: opts.Agent, dualStack: opts.DualStack, proxy: opts.Proxy}
+	s := &Sandbox{ID: id, NSPrefix: "e2e" + id + "-", Dir: dir, agent: opts.Agent, dualStack: opts.DualStack, proxy: opts.Proxy, nodeProxies: opts.NodeProxies}
 	if opts.DualStack {
 		opts.ControlPlane.DualStack = true
 	}
@@ -162,6 +170,9 @@ func (s *Sandbox) start(t testing.TB, opts SandboxOptions) error {
 	// Registered after OVS, so it runs before OVS stops: kubelets (CNI DEL while the agents
 	// still answer), then agents and every other process; failed tests get the logs' tails.
 	t.Cleanup(func() { s.stop(t) })
+	if opts.DeferProxies {
+		return s.prepareDeferredProxies()
+	}
 	if s.proxy == ProxyKubeProxy {
 		if err := s.startKubeProxies(); err != nil {
 			return err

@@ -1,6 +1,9 @@
 package openflow
 
-import "context"
+import (
+	"context"
+	"fmt"
+)
 
 // OpKind is what an Op does.
 type OpKind uint8
@@ -51,6 +54,24 @@ type Op struct {
 	Group *Group
 	// TableSet restricts a DeleteFlows op to Flow.Table.
 	TableSet bool
+}
+
+// Check reports whether op carries what its kind needs (a flow op its Flow, a group op its
+// Group); every backend checks a batch with it before sending anything.
+func (op *Op) Check() error {
+	switch op.Kind {
+	case AddFlow, ModifyFlowStrict, DeleteFlowStrict, DeleteFlows:
+		if op.Flow == nil {
+			return fmt.Errorf("%s op has no Flow", op.Kind)
+		}
+	case AddGroup, ModifyGroup, DeleteGroup:
+		if op.Group == nil {
+			return fmt.Errorf("%s op has no Group", op.Kind)
+		}
+	default:
+		return fmt.Errorf("unknown op kind %d", op.Kind)
+	}
+	return nil
 }
 
 // FlowFilter selects flows for DumpFlows. The zero filter selects every flow.

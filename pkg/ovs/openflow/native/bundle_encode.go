@@ -1,7 +1,6 @@
 package native
 
 import (
-	"errors"
 	"fmt"
 
 	"github.com/antrea-proxy/antrea-proxy/pkg/ovs/openflow"
@@ -147,19 +146,5 @@ func boolInt(b bool) int {
 	return 0
 }
 
-// validateOp checks that op carries what its kind needs.
-func validateOp(op *openflow.Op) error {
-	switch op.Kind {
-	case openflow.AddFlow, openflow.ModifyFlowStrict, openflow.DeleteFlowStrict, openflow.DeleteFlows:
-		if op.Flow == nil {
-			return fmt.Errorf("%s op has no Flow", op.Kind)
-		}
-	case openflow.AddGroup, openflow.ModifyGroup, openflow.DeleteGroup:
-		if op.Group == nil {
-			return fmt.Errorf("%s op has no Group", op.Kind)
-		}
-	default:
-		return errors.New("unknown op kind")
-	}
-	return nil
-}
+// validateOp checks that op carries what its kind needs, before anything is sent.
+func validateOp(op *openflow.Op) error { return op.Check() }

@@ -49,21 +49,7 @@ func newBundleWriter(w *bufio.Writer, maxBytes int) *bundleWriter {
 }
 
 // validateOp checks that op carries what its kind needs, before anything is sent.
-func validateOp(op *openflow.Op) error {
-	switch op.Kind {
-	case openflow.AddFlow, openflow.ModifyFlowStrict, openflow.DeleteFlowStrict, openflow.DeleteFlows:
-		if op.Flow == nil {
-			return fmt.Errorf("%s op has no Flow", op.Kind)
-		}
-	case openflow.AddGroup, openflow.ModifyGroup, openflow.DeleteGroup:
-		if op.Group == nil {
-			return fmt.Errorf("%s op has no Group", op.Kind)
-		}
-	default:
-		return fmt.Errorf("unknown op kind %d", op.Kind)
-	}
-	return nil
-}
+func validateOp(op *openflow.Op) error { return op.Check() }
 
 // writeOp renders op (the i-th of its batch) as one or more bundle lines.
 func (bw *bundleWriter) writeOp(i int, op *openflow.Op) error {

@@ -145,7 +145,7 @@ func (c *Conn) handshake() error {
 	if _, err := c.nc.Write(EncodeHello(c.nextXid())); err != nil {
 		return fmt.Errorf("sending hello: %w", err)
 	}
-	hello, err := readMessage(c.nc)
+	hello, err := ReadMessage(c.nc)
 	if err != nil {
 		return fmt.Errorf("reading hello: %w", err)
 	}
@@ -178,7 +178,7 @@ func (c *Conn) handshake() error {
 // error message and skipping anything else.
 func (c *Conn) awaitSync(t uint8, xid uint32) ([]byte, error) {
 	for {
-		msg, err := readMessage(c.nc)
+		msg, err := ReadMessage(c.nc)
 		if err != nil {
 			return nil, err
 		}
@@ -199,8 +199,8 @@ func (c *Conn) awaitSync(t uint8, xid uint32) ([]byte, error) {
 	}
 }
 
-// readMessage reads one whole message.
-func readMessage(r io.Reader) ([]byte, error) {
+// ReadMessage reads one whole OpenFlow message (header and body) of any version from r.
+func ReadMessage(r io.Reader) ([]byte, error) {
 	var hdr [headerLen]byte
 	if _, err := io.ReadFull(r, hdr[:]); err != nil {
 		return nil, err
@@ -331,7 +331,7 @@ func (c *Conn) answer(xid uint32, err error) bool {
 func (c *Conn) readLoop() {
 	defer close(c.packetIns)
 	for {
-		msg, err := readMessage(c.nc)
+		msg, err := ReadMessage(c.nc)
 		if err != nil {
 			c.fail(fmt.Errorf("read: %w", err))
 			return

@@ -74,7 +74,7 @@ func (s *fakeSwitch) send(msg []byte) error {
 func (s *fakeSwitch) serve(c net.Conn) {
 	barriers := 0
 	for {
-		msg, err := readMessage(c)
+		msg, err := ReadMessage(c)
 		if err != nil {
 			return
 		}

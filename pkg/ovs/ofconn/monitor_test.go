@@ -94,7 +94,7 @@ func serveBridgeConn(c net.Conn, dpid uint64, silent *atomic.Bool) {
 	defer func() { _ = c.Close() }()
 	hello := encode(TypeHello, 1, []byte{0, 1, 0, 8, 0, 0, 0, 1 << 4})
 	for {
-		msg, err := readMessage(c)
+		msg, err := ReadMessage(c)
 		if err != nil {
 			return
 		}

@@ -9,6 +9,7 @@ import (
 
 	"k8s.io/klog/v2"
 
+	"github.com/antrea-proxy/antrea-proxy/pkg/ovs/ofconn"
 	"github.com/antrea-proxy/antrea-proxy/pkg/ovs/openflow"
 )
 
@@ -37,14 +38,8 @@ type Delegate interface {
 
 // Reset describes a connection established after an earlier one was lost (ovs-vswitchd
 // restarted, the bridge was re-created, a keepalive went unanswered): the switch may have lost
-// every flow and group. It has the meaning of ofconn.Reset.
-type Reset struct {
-	At                 time.Time
-	Down               time.Duration
-	DatapathID         uint64
-	PreviousDatapathID uint64
-	Count              int
-}
+// every flow and group. It is the connection monitor's type, so both report resets alike.
+type Reset = ofconn.Reset
 
 // Bridge implements openflow.Bridge over one persistent OpenFlow 1.5 connection to the
 // switch (its management socket): every Apply is one atomic, ordered bundle of flow and group

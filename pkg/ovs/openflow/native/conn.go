@@ -5,7 +5,6 @@ import (
 	"encoding/binary"
 	"errors"
 	"fmt"
-	"io"
 	"net"
 	"strings"
 	"sync"
@@ -13,6 +12,8 @@ import (
 	"time"
 
 	"k8s.io/klog/v2"
+
+	"github.com/antrea-proxy/antrea-proxy/pkg/ovs/ofconn"
 )
 
 // reply is what a request waiting for one xid receives: the reply message or the switch's
@@ -119,7 +120,7 @@ func (c *conn) handshake() error {
 	if _, err := c.nc.Write(w.b); err != nil {
 		return fmt.Errorf("sending hello: %w", err)
 	}
-	hello, err := readMessage(c.nc)
+	hello, err := ofconn.ReadMessage(c.nc)
 	if err != nil {
 		return fmt.Errorf("reading hello: %w", err)
 	}
@@ -127,7 +128,7 @@ func (c *conn) handshake() error {
 		return err
 	}
 	for {
-		msg, err := readMessage(c.nc)
+		msg, err := ofconn.ReadMessage(c.nc)
 		if err != nil {
 			return fmt.Errorf("reading features reply: %w", err)
 		}
@@ -176,23 +177,6 @@ func checkHello(msg []byte) error {
 		return fmt.Errorf("the switch speaks OpenFlow version 0x%02x at most, need 0x%02x (1.5)", msg[0], ofVersion)
 	}
 	return nil
-}
-
-func readMessage(r io.Reader) ([]byte, error) {
-	var hdr [headerLen]byte
-	if _, err := io.ReadFull(r, hdr[:]); err != nil {
-		return nil, err
-	}
-	n := int(binary.BigEndian.Uint16(hdr[2:]))
-	if n < headerLen {
-		return nil, fmt.Errorf("message length %d is shorter than the header", n)
-	}
-	msg := make([]byte, n)
-	copy(msg, hdr[:])
-	if _, err := io.ReadFull(r, msg[headerLen:]); err != nil {
-		return nil, fmt.Errorf("reading a %d-byte message: %w", n, err)
-	}
-	return msg, nil
 }
 
 func echoReply(req []byte) []byte {
@@ -286,7 +270,7 @@ func (c *conn) deliver(xid uint32, r reply) bool {
 
 func (c *conn) readLoop() {
 	for {
-		msg, err := readMessage(c.nc)
+		msg, err := ofconn.ReadMessage(c.nc)
 		if err != nil {
 			c.fail(fmt.Errorf("read: %w", err))
 			return

@@ -131,11 +131,12 @@ func BaseFlows(n NodeConfig) []of.Flow {
 			of.Flow{Table: TableConntrackZone, Priority: PriorityNormal, Cookie: c, Match: of.Match{EthType: f.ethType},
 				Actions: []of.Action{of.CT{Zone: f.serviceZone, Table: TableConntrackState, HasTable: true, NAT: &of.NAT{Kind: of.NATReply}}}},
 			// Later original-direction packets of a committed Service connection (ct_mark bit 0
-			// is only set by EndpointDNAT's commit) were DNATed just now; a connection that was
-			// also SNATed (ServiceSNAT, hairpin) recorded its SNAT on the DNATed tuple, so the SNAT
-			// zone is looked up again after DNAT to re-apply it. Established or not: conntrack
-			// reports a connection +new until it sees a reply (a second UDP datagram, a
-			// retransmitted SYN), and such a packet, already DNATed, would miss ServiceLB.
+			// is only set by the DNAT commit of a group bucket or of EndpointDNAT) were DNATed
+			// just now; a connection that was also SNATed (ServiceSNAT, hairpin) recorded its SNAT
+			// on the DNATed tuple, so the SNAT zone is looked up again after DNAT to re-apply it.
+			// Established or not: conntrack reports a connection +new until it sees a reply (a
+			// second UDP datagram, a retransmitted SYN), and such a packet, already DNATed, would
+			// miss ServiceLB.
 			of.Flow{Table: TableConntrackState, Priority: PrioritySNATLookup, Cookie: c,
 				Match: of.Match{EthType: f.ethType, CtState: &of.CtState{Set: of.CtTrk, Unset: of.CtRpl},
 					CtMark: &of.Masked32{Value: CtMarkService, Mask: CtMarkService}},

@@ -27,7 +27,8 @@ const (
 	CategoryBase Category = 1
 	// CategoryService is the flows of one Service port (object = its group ID).
 	CategoryService Category = 2
-	// CategoryEndpoint is endpoint DNAT flows, shared by every Service port that selects them.
+	// CategoryEndpoint is endpoint DNAT flows (session affinity), shared by every Service port
+	// that selects them.
 	CategoryEndpoint Category = 3
 	// CategoryPod is the node data path's per-pod flows.
 	CategoryPod Category = 4

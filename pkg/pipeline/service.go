@@ -19,6 +19,7 @@ type ServicePortFlows struct {
 	// Flows are owned by this Service port alone (cookie category service, object group ID).
 	Flows []of.Flow
 	// EndpointFlows are DNAT flows that every Service port selecting the same endpoint shares.
+	// Only ports with session affinity have them: the buckets of other ports DNAT themselves.
 	EndpointFlows []of.Flow
 }
 
@@ -265,21 +266,33 @@ func hashFields(fam family, proto of.IPProto) []string {
 	return []string{src, dst, l4 + "_src", l4 + "_dst"}
 }
 
-// group builds a select group with one bucket per endpoint. A bucket loads its endpoint into
-// registers and continues to EndpointDNAT, or, with session affinity, to SessionAffinityLearn.
+// group builds a select group with one bucket per endpoint. Without session affinity a bucket
+// commits the connection and DNATs it to its endpoint itself (ct in the bucket, as OVN's load
+// balancer groups do), so the port needs no flow per endpoint. With session affinity a bucket
+// loads its endpoint into registers and continues to SessionAffinityLearn, which learns the
+// choice and continues to EndpointDNAT (the learned flows load the same registers).
 func (s *servicePort) group(id uint32, eps []model.Endpoint) *of.Group {
-	next := TableEndpointDNAT
-	if s.timeout > 0 {
-		next = TableSessionAffinityLearn
-	}
 	g := &of.Group{ID: id, Type: of.GroupTypeSelect, HashFields: hashFields(s.fam, s.proto)}
 	for i, ep := range eps {
-		actions := append(loadEndpointIP(ep.IP),
-			of.SetReg{Reg: RegEndpointPort, Value: uint32(ep.Port) | BitEndpointSet, Mask: EndpointPortMask | BitEndpointSet},
-			of.Resubmit{Table: next})
+		var actions []of.Action
+		if s.timeout > 0 {
+			actions = append(loadEndpointIP(ep.IP),
+				of.SetReg{Reg: RegEndpointPort, Value: uint32(ep.Port) | BitEndpointSet, Mask: EndpointPortMask | BitEndpointSet},
+				of.Resubmit{Table: TableSessionAffinityLearn})
+		} else {
+			actions = []of.Action{s.dnat(ep)}
+		}
 		g.Buckets = append(g.Buckets, of.Bucket{ID: uint32(i), Weight: 100, Actions: actions})
 	}
 	return g
+}
+
+// dnat commits a new connection in the service zone, DNATed to ep and marked CtMarkService,
+// and continues it in ServiceSNAT.
+func (s *servicePort) dnat(ep model.Endpoint) of.CT {
+	return of.CT{Commit: true, Zone: s.fam.serviceZone, Table: TableServiceSNAT, HasTable: true,
+		NAT:  &of.NAT{Kind: of.NATDst, Addr: ep.IP, Port: ep.Port},
+		Exec: []of.Action{of.SetCtMark{Value: CtMarkService, Mask: CtMarkService}}}
 }
 
 // endpointMatch matches the endpoint loaded into registers.
@@ -289,8 +302,13 @@ func (s *servicePort) endpointMatch(ep model.Endpoint) of.Match {
 	return of.Match{EthType: s.fam.ethType, IPProto: s.proto, Regs: regs}
 }
 
-// endpointFlows are the shared DNAT flows of every endpoint the port's groups may select.
+// endpointFlows are the shared DNAT flows of every endpoint the port's groups may select, for
+// ports with session affinity only (their buckets and learned flows load the endpoint into
+// registers; the buckets of other ports DNAT themselves).
 func (s *servicePort) endpointFlows() []of.Flow {
+	if s.timeout == 0 {
+		return nil
+	}
 	seen := map[netip.AddrPort]bool{}
 	var flows []of.Flow
 	for _, set := range [][]model.Endpoint{s.sets.cluster, s.sets.local} {
@@ -301,10 +319,7 @@ func (s *servicePort) endpointFlows() []of.Flow {
 			}
 			seen[k] = true
 			flows = append(flows, of.Flow{Table: TableEndpointDNAT, Priority: PriorityNormal, Cookie: Cookie(s.n.Round, CategoryEndpoint, 0),
-				Match: s.endpointMatch(ep),
-				Actions: []of.Action{of.CT{Commit: true, Zone: s.fam.serviceZone, Table: TableServiceSNAT, HasTable: true,
-					NAT:  &of.NAT{Kind: of.NATDst, Addr: ep.IP, Port: ep.Port},
-					Exec: []of.Action{of.SetCtMark{Value: CtMarkService, Mask: CtMarkService}}}}})
+				Match: s.endpointMatch(ep), Actions: []of.Action{s.dnat(ep)}})
 		}
 	}
 	return flows

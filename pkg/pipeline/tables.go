@@ -17,7 +17,9 @@ const (
 	TableSessionAffinity uint8 = 13
 	// TableServiceLB classifies new connections to Services and sends them to their group.
 	TableServiceLB uint8 = 14
-	// TableEndpointDNAT commits the connection and DNATs it to the endpoint its bucket selected.
+	// TableEndpointDNAT commits the connection and DNATs it to the endpoint loaded into
+	// registers, for Services with session affinity (a bucket or a learned flow loads them);
+	// the buckets of other Services DNAT themselves.
 	TableEndpointDNAT uint8 = 15
 	// TableServiceSNAT SNATs external-to-Service connections (eTP=Cluster) arriving from the
 	// gateway, and the node's own Service connections.
@@ -73,11 +75,13 @@ const (
 //	reg0[6]     the packet comes from the node itself (the host's own stack, through the
 //	            gateway, with the gateway's address as source): its Service connections are
 //	            internal traffic and are SNATed unless the endpoint is a local pod
-//	reg3        selected endpoint IPv4 address
-//	reg4[0..15] selected endpoint port
-//	reg4[16]    an endpoint has been selected
+//	reg3        selected endpoint IPv4 address (session affinity only)
+//	reg4[0..15] selected endpoint port (session affinity only)
+//	reg4[16]    an endpoint has been selected (session affinity only)
 //	reg7        the group of the Service port being load-balanced (session affinity)
-//	xxreg3      selected endpoint IPv6 address (reg12..reg15)
+//	xxreg3      selected endpoint IPv6 address (reg12..reg15; session affinity only)
+//
+// Nothing after the DNAT commit reads reg3, reg4, reg7 or xxreg3.
 const (
 	RegSource uint8 = 0
 

@@ -56,15 +56,24 @@ type udpFlush struct {
 	orig, reply of.CtTuple
 }
 
-// endpointsOf returns the endpoints a port's groups select (from its DNAT flows).
+// endpointsOf returns the endpoints a port's groups select: from the DNAT of their buckets, or,
+// with session affinity, of the port's endpoint DNAT flows.
 func endpointsOf(f pipeline.ServicePortFlows) map[netip.AddrPort]bool {
 	out := map[netip.AddrPort]bool{}
-	for _, fl := range f.EndpointFlows {
-		for _, a := range fl.Actions {
+	add := func(actions []of.Action) {
+		for _, a := range actions {
 			if ct, ok := a.(of.CT); ok && ct.NAT != nil && ct.NAT.Kind == of.NATDst {
 				out[netip.AddrPortFrom(ct.NAT.Addr, ct.NAT.Port)] = true
 			}
 		}
+	}
+	for _, g := range f.Groups {
+		for i := range g.Buckets {
+			add(g.Buckets[i].Actions)
+		}
+	}
+	for _, fl := range f.EndpointFlows {
+		add(fl.Actions)
 	}
 	return out
 }

@@ -83,18 +83,27 @@ func TestFailedApplyIsRetried(t *testing.T) {
 	}
 }
 
-// TestSharedEndpointFlow: two Services selecting the same endpoint share its DNAT flow, which
-// stays until the last of them is gone.
+// TestSharedEndpointFlow: two Services with session affinity selecting the same endpoint share
+// its DNAT flow (EndpointDNAT), which stays until the last of them is gone.
 func TestSharedEndpointFlow(t *testing.T) {
 	h := newHarness(t, testOptions())
-	a, b := makeService("ns1", "a", "10.96.0.1"), makeService("ns1", "b", "10.96.0.2")
+	// Only ports with session affinity have endpoint DNAT flows (other buckets DNAT themselves).
+	a, b := makeService("ns1", "a", "10.96.0.1", withAffinity(60)), makeService("ns1", "b", "10.96.0.2", withAffinity(60))
 	h.addService(a)
 	h.addService(b)
 	for _, n := range []string{"a", "b"} {
 		h.addSlice(makeSlice("ns1", n, n+"-1", 8080, v1.ProtocolTCP, "http", ep{ip: "10.10.1.5", node: testNode, ready: true}))
 	}
 	h.sync()
-	count := func() int { return strings.Count(h.bridge.Dump(), "nat(dst=10.10.1.5:8080)") }
+	count := func() int {
+		n := 0
+		for _, l := range strings.Split(h.bridge.Dump(), "\n") {
+			if strings.Contains(l, "table=15,") && strings.Contains(l, "nat(dst=10.10.1.5:8080)") {
+				n++
+			}
+		}
+		return n
+	}
 	if count() != 1 {
 		t.Fatalf("want one shared DNAT flow, got %d", count())
 	}

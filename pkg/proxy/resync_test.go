@@ -120,9 +120,10 @@ func TestNodeZoneChangeRecomputesServices(t *testing.T) {
 	h.addSlice(s)
 	h.addService(makeService("ns1", "other", "10.96.0.11"))
 	h.sync()
-	// web's group (web sorts after other): endpoint 10.10.1.5 is 0xa0a0105, 10.10.2.6 0xa0a0206.
+	// web's group (web sorts after other): its buckets DNAT to the endpoints.
+	ep1, ep2 := "nat(dst=10.10.1.5:8080)", "nat(dst=10.10.2.6:8080)"
 	webGroup := func() string { return groupLine(h.bridge.Dump(), "group_id=2,") }
-	if g := webGroup(); !strings.Contains(g, "0xa0a0105") || !strings.Contains(g, "0xa0a0206") {
+	if g := webGroup(); !strings.Contains(g, ep1) || !strings.Contains(g, ep2) {
 		t.Fatalf("without a zone, web's group does not select both endpoints: %s", g)
 	}
 	c := countComputes(h.p)
@@ -138,7 +139,7 @@ func TestNodeZoneChangeRecomputesServices(t *testing.T) {
 		if c.total() != 2 {
 			t.Fatalf("zone %s: computed %v, want both Services", zone, c)
 		}
-		w := map[string]struct{ in, out string }{"zone-a": {"0xa0a0105", "0xa0a0206"}, "zone-b": {"0xa0a0206", "0xa0a0105"}}[zone]
+		w := map[string]struct{ in, out string }{"zone-a": {ep1, ep2}, "zone-b": {ep2, ep1}}[zone]
 		if g := webGroup(); !strings.Contains(g, w.in) || strings.Contains(g, w.out) {
 			t.Fatalf("zone %s: web's group is not the zone's endpoint only: %s", zone, g)
 		}

@@ -157,7 +157,8 @@ func (p *Proxier) SyncState() (last time.Time, err error, syncs int) {
 	return p.lastSync, p.syncErr, p.syncs
 }
 
-// ServiceFlowsContain reports whether any installed Service flow renders with s; for tests and
+// ServiceFlowsContain reports whether any installed Service flow or group renders with s (an
+// endpoint's DNAT is in a group bucket, or, with session affinity, in a flow); for tests and
 // debugging.
 func (p *Proxier) ServiceFlowsContain(s string) bool {
 	p.mu.Lock()
@@ -165,6 +166,13 @@ func (p *Proxier) ServiceFlowsContain(s string) bool {
 	for _, e := range p.state.flows {
 		if strings.Contains(of.FormatFlow(e.flow), s) {
 			return true
+		}
+	}
+	for _, gs := range p.state.groups {
+		for _, g := range gs {
+			if strings.Contains(of.FormatGroup(g), s) {
+				return true
+			}
 		}
 	}
 	return false

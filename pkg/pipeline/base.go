@@ -19,6 +19,10 @@ type NodeConfig struct {
 	GatewayIPv4, GatewayIPv6 netip.Addr
 	// NodePortAddresses are the node addresses on which NodePorts are served.
 	NodePortAddresses []netip.Addr
+	// NodeIPs are the node's own addresses (its InternalIPs): the source its connections to
+	// LB IPs have before the host SNATs them to the gateway address, against which
+	// loadBalancerSourceRanges are checked for them.
+	NodeIPs []netip.Addr
 	// NodeName and Zone (the node's topology.kubernetes.io/zone label) drive topology-aware
 	// routing.
 	NodeName, Zone string

@@ -186,18 +186,8 @@ func (s *servicePort) serviceLBFlows() []of.Flow {
 		if !ing.Decision.Program || !ing.IP.IsValid() || familyOf(ing.IP) != s.fam {
 			continue
 		}
-		ranges := s.sourceRanges()
-		if len(ranges) == 0 {
-			entries = append(entries, s.external(dst(ing.IP), 0, 0, PriorityNormal)...)
-			continue
-		}
-		for _, r := range ranges {
-			m := dst(ing.IP)
-			m.Src = r
-			entries = append(entries, s.external(m, 0, 0, PriorityNormal)...)
-		}
-		// Anything else to this LB IP is dropped.
-		flows = append(flows, s.flow(PriorityRangeDrop, dst(ing.IP), 0, 0, []of.Action{of.Drop{}}))
+		e, f := s.rangedEntries(dst(ing.IP))
+		entries, flows = append(entries, e...), append(flows, f...)
 	}
 	if sp.NodePort != 0 {
 		entries = append(entries, s.external(of.Match{TpDst: sp.NodePort}, BitNodePortAddr, BitNodePortAddr, PriorityLow)...)
@@ -234,6 +224,55 @@ func (s *servicePort) external(m of.Match, reg0, mask uint32, prio uint16) []ent
 		{match: m, reg0: reg0 | BitFromHost, reg0Mask: mask | BitFromHost, priority: prio + 1, to: s.cluster(false)},
 		{match: m, reg0: reg0, reg0Mask: mask, priority: prio, to: s.local()},
 	}
+}
+
+// rangedEntries returns the entries of an LB IP (m matches it) and, with
+// loadBalancerSourceRanges, the flows that drop what the ranges do not allow. The node's own
+// connections (BitFromHost) reach OVS with the gateway's address as their source (nodenet
+// SNATs them to it), so the ranges cannot be checked against their source: like kube-proxy,
+// which sees the node's own address, they are allowed when a node IP of the family lies in a
+// range, by an entry (or a drop) above the per-range entries. They are internal traffic, as in
+// external.
+func (s *servicePort) rangedEntries(m of.Match) ([]entry, []of.Flow) {
+	ranges := s.sourceRanges()
+	if len(ranges) == 0 {
+		return s.external(m, 0, 0, PriorityNormal), nil
+	}
+	var entries []entry
+	for _, r := range ranges {
+		rm := m
+		rm.Src = r
+		for _, e := range s.external(rm, 0, 0, PriorityNormal) {
+			if e.reg0Mask&BitFromHost == 0 { // the node's own entry is below
+				entries = append(entries, e)
+			}
+		}
+	}
+	// Anything else to this LB IP is dropped.
+	flows := []of.Flow{s.flow(PriorityRangeDrop, m, 0, 0, []of.Action{of.Drop{}})}
+	if !s.nodeInRanges(ranges) {
+		return entries, append(flows, s.flow(PriorityHostRange, m, BitFromHost, BitFromHost, []of.Action{of.Drop{}}))
+	}
+	host := s.cluster(true)
+	if s.in.Port.ExternalPolicyLocal {
+		host = s.cluster(false)
+	}
+	return append(entries, entry{match: m, reg0: BitFromHost, reg0Mask: BitFromHost, priority: PriorityHostRange, to: host}), flows
+}
+
+// nodeInRanges reports whether a node IP of the port's family lies in one of ranges.
+func (s *servicePort) nodeInRanges(ranges []netip.Prefix) bool {
+	for _, ip := range s.n.NodeIPs {
+		if !ip.IsValid() || familyOf(ip) != s.fam {
+			continue
+		}
+		for _, r := range ranges {
+			if r.Contains(ip) {
+				return true
+			}
+		}
+	}
+	return false
 }
 
 func (s *servicePort) sourceRanges() []netip.Prefix {

@@ -114,6 +114,10 @@ const (
 	// PrioritySNATLookup re-applies SNAT to the later packets of committed Service connections
 	// (ConntrackState).
 	PrioritySNATLookup uint16 = 205
+	// PriorityHostRange decides, for the node's own connections to an LB IP with
+	// loadBalancerSourceRanges, whether the ranges allow them (ServiceLB), above the per-range
+	// entries (PriorityNormal, +1 for externalTrafficPolicy=Local).
+	PriorityHostRange uint16 = 202
 	// PriorityHostSNAT SNATs the Service connections of the node itself (ServiceSNAT), above
 	// the SNAT of external connections, which host connections may also be marked for.
 	PriorityHostSNAT uint16 = 201

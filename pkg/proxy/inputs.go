@@ -1,6 +1,8 @@
 package proxy
 
 import (
+	"fmt"
+
 	v1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/apimachinery/pkg/util/sets"
@@ -22,11 +24,13 @@ type svcInputs struct {
 	node uint64
 }
 
-// svcNodeInputs are the node-level inputs of every Service's flows: the IP families served and
-// the Node's zone (topology hints). The NodePort addresses only shape the base flows.
+// svcNodeInputs are the node-level inputs of every Service's flows: the IP families served,
+// the Node's zone (topology hints) and its InternalIPs (loadBalancerSourceRanges of the node's
+// own connections). The NodePort addresses only shape the base flows.
 type svcNodeInputs struct {
 	families model.Families
 	zone     string
+	nodeIPs  string
 }
 
 // inputsOf returns nn's inputs as of now (on the sync goroutine).
@@ -37,7 +41,8 @@ func (p *Proxier) inputsOf(nn types.NamespacedName) svcInputs {
 // noteNodeInputs takes this sync's node-level Service inputs and reports whether they differ from
 // the previous sync's (then every Service is recomputed).
 func (p *Proxier) noteNodeInputs() bool {
-	cur := svcNodeInputs{families: p.families(), zone: nodeZone(p.syncNode)}
+	cur := svcNodeInputs{families: p.families(), zone: nodeZone(p.syncNode),
+		nodeIPs: fmt.Sprint(nodeIPs(p.syncNode, p.families()))}
 	if p.svcNodeGen != 0 && cur == p.svcNode {
 		return false
 	}

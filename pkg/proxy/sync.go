@@ -30,6 +30,7 @@ func (p *Proxier) nodeConfig() pipeline.NodeConfig {
 		GatewayIPv4:       p.opts.GatewayIPv4,
 		GatewayIPv6:       p.opts.GatewayIPv6,
 		NodePortAddresses: model.NodePortAddresses(p.syncNode, p.opts.NodePortAddresses, p.families()),
+		NodeIPs:           nodeIPs(p.syncNode, p.families()),
 		NodeName:          p.opts.NodeName,
 		Zone:              nodeZone(p.syncNode),
 	}
@@ -63,6 +64,23 @@ func (p *Proxier) families() model.Families {
 }
 
 // nodeZone is the node's topology.kubernetes.io/zone label.
+// nodeIPs returns the InternalIPs of n of a family fam serves, unmapped, in status order.
+func nodeIPs(n *v1.Node, fam model.Families) []netip.Addr {
+	if n == nil {
+		return nil
+	}
+	var out []netip.Addr
+	for _, a := range n.Status.Addresses {
+		if a.Type != v1.NodeInternalIP {
+			continue
+		}
+		if ip, err := netip.ParseAddr(a.Address); err == nil && fam.Serves(ip.Unmap()) {
+			out = append(out, ip.Unmap())
+		}
+	}
+	return out
+}
+
 func nodeZone(n *v1.Node) string {
 	if n == nil {
 		return ""

@@ -54,9 +54,9 @@ func TestServiceMapDualStackRows(t *testing.T) {
 	hostname := apiv1.LBIngress{Hostname: "lb.example.com", Reason: "skipped: hostname-only ingress"}
 	want := []row{
 		{"IPv4", "0x20000000007", []string{"10.96.0.5"}, []string{"192.168.9.9"}, []apiv1.LBIngress{
-			{IP: "172.18.0.1", IPMode: "VIP", Programmed: true, Reason: "programmed (ipMode VIP)"}, hostname}, 4, 1, 7},
+			{IP: "172.18.0.1", IPMode: "VIP", Programmed: true, Reason: "programmed (ipMode VIP)"}, hostname}, 4, 0, 7},
 		{"IPv6", "0x20000000008", []string{"fd00:96::5"}, []string{"2001:db8::9"}, []apiv1.LBIngress{
-			{IP: "fd00:18::1", Programmed: true, Reason: "programmed (ipMode unset, treated as VIP)"}, hostname}, 4, 1, 8},
+			{IP: "fd00:18::1", Programmed: true, Reason: "programmed (ipMode unset, treated as VIP)"}, hostname}, 4, 0, 8},
 	}
 	if diff := cmp.Diff(want, got); diff != "" {
 		t.Errorf("rows (-want +got):\n%s", diff)

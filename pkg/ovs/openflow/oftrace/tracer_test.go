@@ -4,6 +4,7 @@ import (
 	"errors"
 	"net"
 	"net/netip"
+	"slices"
 	"strings"
 	"testing"
 
@@ -198,6 +199,35 @@ func TestGroupBucketChoice(t *testing.T) {
 	tr = mustTracer(t, flows, groups, Options{})
 	if all, err = tr.TraceAll(p, nil); err != nil || len(all) != 1 || single(t, all[0]).Packet.Dst != ep2IP {
 		t.Errorf("weight 0: want only %s, got %d traces, err %v", ep2IP, len(all), err)
+	}
+}
+
+// TestConntrackInBucket: a bucket whose ct action commits, DNATs and marks the connection
+// itself (the pipeline's buckets without session affinity) continues in the ct action's table
+// with the packet as conntrack left it, and the connection's reply is un-DNATed.
+func TestConntrackInBucket(t *testing.T) {
+	flows, groups := lbPipeline()
+	for i, ip := range []netip.Addr{ep1IP, ep2IP} {
+		groups[0].Buckets[i].Actions = []of.Action{of.CT{Commit: true, Zone: 7, Table: 3, HasTable: true,
+			NAT: &of.NAT{Kind: of.NATDst, Addr: ip, Port: 8080}, Exec: []of.Action{of.SetCtMark{Value: 1, Mask: 1}}}}
+	}
+	flows = slices.DeleteFunc(flows, func(f of.Flow) bool { return f.Table == 2 })
+	for i, want := range []netip.Addr{ep1IP, ep2IP} {
+		tr := mustTracer(t, flows, groups, Options{SelectBucket: FixedBucket(i)})
+		ct := NewConntrack()
+		res := mustTrace(t, tr, tcp(1, clientIP, 1000, vipIP, 80), ct)
+		o := single(t, res)
+		if o.Kind != Output || o.Port != 9 || o.Packet.Dst != want || o.Packet.DstPort != 8080 ||
+			o.Packet.CtState != of.CtNew|of.CtTrk|of.CtDNAT || o.Packet.CtMark != 1 || o.Table != 3 {
+			t.Fatalf("bucket %d: want output:9 DNATed to %s:8080 in table 3, +new+trk+dnat, ct_mark 1; got %v\n%s", i, want, o, res)
+		}
+		if len(res.Buckets) != 1 || res.Buckets[0] != i || len(ct.Conns()) != 1 {
+			t.Fatalf("bucket %d: want the bucket taken and one connection committed, got buckets %v, conns %v", i, res.Buckets, ct.Conns())
+		}
+		r := single(t, mustTrace(t, tr, tcp(9, want, 8080, clientIP, 1000), ct))
+		if r.Packet.Src != vipIP || r.Packet.SrcPort != 80 || r.Packet.CtState&of.CtRpl == 0 {
+			t.Fatalf("bucket %d: reply: want source %s:80, +rpl; got %v", i, vipIP, r)
+		}
 	}
 }
 

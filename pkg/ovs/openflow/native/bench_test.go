@@ -52,8 +52,9 @@ func serviceOps(n, eps int) []openflow.Op {
 	return ops
 }
 
-// endpointChange returns the ops that add an 11th endpoint to Service i (a group modify and
-// the new endpoint's flows) and the ops that take it away again.
+// endpointChange returns the ops that add an 11th endpoint to Service i (a group modify; the
+// pipeline's buckets DNAT themselves, so there is no endpoint flow unless a port has session
+// affinity) and the ops that take it away again.
 func endpointChange(i, eps int) (add, remove []openflow.Op) {
 	before, after := benchService(i, eps), benchService(i, eps+1)
 	had := map[string]bool{}

@@ -231,8 +231,8 @@ func (s *servicePort) external(m of.Match, reg0, mask uint32, prio uint16) []ent
 // connections (BitFromHost) reach OVS with the gateway's address as their source (nodenet
 // SNATs them to it), so the ranges cannot be checked against their source: like kube-proxy,
 // which sees the node's own address, they are allowed when a node IP of the family lies in a
-// range, by an entry (or a drop) above the per-range entries. They are internal traffic, as in
-// external.
+// range, by one entry (or a drop) above the per-range entries; allowed, they are internal
+// traffic, as in external.
 func (s *servicePort) rangedEntries(m of.Match) ([]entry, []of.Flow) {
 	ranges := s.sourceRanges()
 	if len(ranges) == 0 {
@@ -243,7 +243,7 @@ func (s *servicePort) rangedEntries(m of.Match) ([]entry, []of.Flow) {
 		rm := m
 		rm.Src = r
 		for _, e := range s.external(rm, 0, 0, PriorityNormal) {
-			if e.reg0Mask&BitFromHost == 0 { // the node's own entry is below
+			if e.reg0Mask&BitFromHost == 0 { // the node's own connections are decided below
 				entries = append(entries, e)
 			}
 		}

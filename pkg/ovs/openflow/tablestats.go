@@ -140,3 +140,16 @@ func parseTableCounters(s string, st *TableStats) error {
 	}
 	return nil
 }
+
+// InstalledFlows is what one writer of a bridge installed, per table, for a check against a
+// table statistics reply (TableCounter).
+type InstalledFlows struct {
+	// PerTable counts the writer's flows in each table.
+	PerTable map[uint8]int
+	// Learned lists the tables in which the switch adds flows of its own next to the writer's
+	// (learn actions): their counts change without anyone writing, so a check can only require
+	// the switch to hold at least PerTable's count there.
+	Learned []uint8
+	// Version changes whenever what the writer installed changes.
+	Version uint64
+}

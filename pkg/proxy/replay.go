@@ -33,6 +33,30 @@ func (p *Proxier) Verify(ctx context.Context, c of.FlowCounter) (bool, error) {
 	return ok || changed, nil
 }
 
+// InstalledFlows says how many flows the proxier installed in each table (healer.TableOwner),
+// so that the periodic check compares a table statistics reply instead of counting flows per
+// category in OVS. Its version is the apply sequence number. It reports false while a bundle is
+// in flight and before the first sync, as Verify cannot tell then. The learned session affinity
+// flows share TableSessionAffinity with the proxier's own flow there: it is Learned.
+func (p *Proxier) InstalledFlows() (of.InstalledFlows, bool) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if p.syncs == 0 || p.applySeq%2 == 1 {
+		return of.InstalledFlows{}, false
+	}
+	return of.InstalledFlows{PerTable: p.state.flowsPerTable(), Learned: []uint8{pipeline.TableSessionAffinity}, Version: p.applySeq}, true
+}
+
+// flowsPerTable counts the installed flows by table. It walks the installed state (a few ms at
+// 100,000 flows); the state could keep the counts as it keeps perCategory.
+func (s *flowState) flowsPerTable() map[uint8]int {
+	out := map[uint8]int{}
+	for _, e := range s.flows {
+		out[e.flow.Table]++
+	}
+	return out
+}
+
 // expectedFlows returns the installed flows per category, the apply sequence number (odd while a
 // bundle is in flight) and whether anything was synced yet.
 func (p *Proxier) expectedFlows() (map[pipeline.Category]int, uint64, bool) {
@@ -116,10 +140,13 @@ func (p *Proxier) ovsLostState(ctx context.Context) bool {
 }
 
 // checkDrift is a full resync's check of OVS against the installed state, off the sync
-// goroutine so that it never delays a sync: it counts the flows per category as Verify does
-// (cheap) and replays everything when OVS holds others than installed (a replay runs
-// serialized with the syncs). At most one check runs at a time; the healer runs the same
-// check more often where it is set up.
+// goroutine so that it never delays a sync, replaying everything when OVS lost flows (a replay
+// runs serialized with the syncs). When the bridge reports table statistics it first compares
+// them with the installed flows per table and counts the flows per category as Verify does
+// only when some table holds fewer flows than the proxier installed there, so at rest OVS
+// walks no flow (other writers share some tables: a lost flow there is the healer's to find,
+// which compares every owner's tables every few seconds where it is set up). At most one check
+// runs at a time.
 func (p *Proxier) checkDrift(ctx context.Context) {
 	c, ok := p.bridge.(of.FlowCounter)
 	if !ok {
@@ -132,6 +159,9 @@ func (p *Proxier) checkDrift(ctx context.Context) {
 	}
 	go func() {
 		defer func() { <-p.driftCheck }()
+		if !p.tablesShort(ctx) {
+			return
+		}
 		ok, err := p.Verify(ctx, c)
 		if err != nil || ok {
 			return
@@ -141,4 +171,30 @@ func (p *Proxier) checkDrift(ctx context.Context) {
 			klog.ErrorS(err, "Replaying after the full resync failed; the next sync replays first")
 		}
 	}()
+}
+
+// tablesShort reports whether some table holds fewer flows than the proxier installed there,
+// from one table statistics request; true also when it cannot tell (the bridge reports no
+// table statistics, the request failed, or a bundle was in flight), so that the caller counts.
+func (p *Proxier) tablesShort(ctx context.Context) bool {
+	tc, ok := p.bridge.(of.TableCounter)
+	if !ok {
+		return true
+	}
+	in, ok := p.InstalledFlows()
+	if !ok {
+		return true
+	}
+	stats, err := tc.TableStats(ctx)
+	if err != nil {
+		klog.V(2).InfoS("Reading OVS's table statistics failed; counting the proxier's flows instead", "err", err)
+		return true
+	}
+	held := of.FlowsPerTable(stats)
+	for t, n := range in.PerTable {
+		if held[t] < n {
+			return true
+		}
+	}
+	return false
 }

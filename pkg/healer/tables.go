@@ -16,8 +16,12 @@ import (
 // (a walk of every flow) per owner and category.
 type TableOwner interface {
 	Owner
-	// InstalledFlows returns what the owner installed; false when it cannot tell (an Apply of
-	// its own is in flight).
+	// InstalledVersion returns the version of what the owner installed, which changes with
+	// every change (openflow.InstalledFlows.Version); false when it cannot tell (an Apply of
+	// its own is in flight). It must be cheap: every check asks it twice.
+	InstalledVersion() (uint64, bool)
+	// InstalledFlows returns what the owner installed; false when it cannot tell. The Healer
+	// asks it only when the version changed since it last asked.
 	InstalledFlows() (openflow.InstalledFlows, bool)
 }
 
@@ -29,6 +33,8 @@ type tableCheck struct {
 	baseline map[uint8]int
 	// sinceFull counts the table checks since the last full check.
 	sinceFull int
+	// installed caches what each TableOwner installed, by owner name, with its version.
+	installed map[string]openflow.InstalledFlows
 }
 
 // expectation is the sum of what the table owners installed.
@@ -38,25 +44,49 @@ type expectation struct {
 	versions []uint64
 }
 
-// installed sums what every TableOwner installed; false when one cannot tell.
-func (h *Healer) installed() (expectation, bool) {
-	e := expectation{perTable: map[uint8]int{}, learned: map[uint8]bool{}}
+// versions returns every TableOwner's version; false when one cannot tell.
+func (h *Healer) versions() ([]uint64, bool) {
+	var vs []uint64
+	for _, o := range h.opts.Owners {
+		if to, ok := o.(TableOwner); ok {
+			v, ok := to.InstalledVersion()
+			if !ok {
+				return nil, false
+			}
+			vs = append(vs, v)
+		}
+	}
+	return vs, true
+}
+
+// installed sums what every TableOwner installed at versions vs (from versions), asking an
+// owner for its flows only when its version changed since the last time; false when one
+// cannot tell or its flows are not of that version any more.
+func (h *Healer) installed(vs []uint64) (expectation, bool) {
+	if h.tables.installed == nil {
+		h.tables.installed = map[string]openflow.InstalledFlows{}
+	}
+	e := expectation{perTable: map[uint8]int{}, learned: map[uint8]bool{}, versions: vs}
+	i := 0
 	for _, o := range h.opts.Owners {
 		to, ok := o.(TableOwner)
 		if !ok {
 			continue
 		}
-		in, ok := to.InstalledFlows()
-		if !ok {
-			return expectation{}, false
+		in, cached := h.tables.installed[o.Name()]
+		if !cached || in.Version != vs[i] {
+			if in, ok = to.InstalledFlows(); !ok || in.Version != vs[i] {
+				return expectation{}, false
+			}
+			h.tables.installed[o.Name()] = in
 		}
+		i++
 		for t, n := range in.PerTable {
 			e.perTable[t] += n
 		}
 		for _, t := range in.Learned {
 			e.learned[t] = true
 		}
-		e.versions = append(e.versions, in.Version)
 	}
 	return e, true
 }
@@ -96,7 +126,11 @@ func (h *Healer) check(ctx context.Context) {
 		h.verifyAllLocked(ctx)
 		return
 	}
-	before, ok := h.installed()
+	vs, ok := h.versions()
+	var before expectation
+	if ok {
+		before, ok = h.installed(vs)
+	}
 	if !ok {
 		h.fullCheck(ctx, nil, "an owner's flows are being changed")
 		return
@@ -108,8 +142,8 @@ func (h *Healer) check(ctx context.Context) {
 		h.fullCheck(ctx, nil, "table statistics failed")
 		return
 	}
-	after, ok := h.installed()
-	if !ok || !slices.Equal(before.versions, after.versions) {
+	after, ok := h.versions()
+	if !ok || !slices.Equal(before.versions, after) {
 		h.fullCheck(ctx, nil, "an owner's flows changed during the check")
 		return
 	}

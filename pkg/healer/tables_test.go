@@ -53,11 +53,19 @@ type tableOwner struct {
 	tmu       sync.Mutex
 	installed openflow.InstalledFlows
 	cannot    bool
+	asked     int // InstalledFlows calls
+}
+
+func (o *tableOwner) InstalledVersion() (uint64, bool) {
+	o.tmu.Lock()
+	defer o.tmu.Unlock()
+	return o.installed.Version, !o.cannot
 }
 
 func (o *tableOwner) InstalledFlows() (openflow.InstalledFlows, bool) {
 	o.tmu.Lock()
 	defer o.tmu.Unlock()
+	o.asked++
 	return o.installed, !o.cannot
 }
 
@@ -180,6 +188,12 @@ func TestTableCheckInstalledChangeMatchesWithoutVerify(t *testing.T) {
 	f.proxy.tmu.Unlock()
 	f.tables.set(14, 110)
 	f.tick(t, 1)
+	f.tick(t, 1)
+	f.proxy.tmu.Lock()
+	defer f.proxy.tmu.Unlock()
+	if f.proxy.asked != 2 {
+		t.Fatalf("InstalledFlows asked %d times, want 2 (once per version)", f.proxy.asked)
+	}
 }
 
 func TestTableCheckOwnerCannotTellVerifiesEveryOwner(t *testing.T) {

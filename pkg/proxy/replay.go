@@ -47,8 +47,16 @@ func (p *Proxier) InstalledFlows() (of.InstalledFlows, bool) {
 	return of.InstalledFlows{PerTable: p.state.flowsPerTable(), Learned: []uint8{pipeline.TableSessionAffinity}, Version: p.applySeq}, true
 }
 
+// InstalledVersion is InstalledFlows' version (healer.TableOwner), without counting.
+func (p *Proxier) InstalledVersion() (uint64, bool) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	return p.applySeq, p.syncs > 0 && p.applySeq%2 == 0
+}
+
 // flowsPerTable counts the installed flows by table. It walks the installed state (a few ms at
-// 100,000 flows); the state could keep the counts as it keeps perCategory.
+// 100,000 flows), which the healer asks only after a change (it caches by InstalledVersion);
+// the state could keep the counts as it keeps perCategory.
 func (s *flowState) flowsPerTable() map[uint8]int {
 	out := map[uint8]int{}
 	for _, e := range s.flows {

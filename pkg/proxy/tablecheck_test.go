@@ -108,6 +108,13 @@ func TestInstalledFlowsMatchesTheBridge(t *testing.T) {
 	if in.Version%2 != 0 {
 		t.Errorf("version %d is odd (a bundle in flight)", in.Version)
 	}
+	if v, ok := h.p.InstalledVersion(); !ok || v != in.Version {
+		t.Errorf("InstalledVersion = %d, %v; want %d, true", v, ok, in.Version)
+	}
+	h.fullSync() // a sync, even one that changes nothing, is a new version
+	if v, _ := h.p.InstalledVersion(); v == in.Version {
+		t.Errorf("InstalledVersion unchanged (%d) after a sync", v)
+	}
 }
 
 // TestFullResyncAtRestCountsNoFlows: with table statistics, a full resync with nothing lost

@@ -16,9 +16,11 @@ import (
 // (a walk of every flow) per owner and category.
 type TableOwner interface {
 	Owner
-	// InstalledVersion returns the version of what the owner installed, which changes with
-	// every change (openflow.InstalledFlows.Version); false when it cannot tell (an Apply of
-	// its own is in flight). It must be cheap: every check asks it twice.
+	// InstalledVersion returns the version of what the owner installed
+	// (openflow.InstalledFlows.Version); false when it cannot tell (an Apply of its own is in
+	// flight). It must be cheap: every check asks it twice. It should change when the counts
+	// per table change; if it does not, the counts OVS holds stop adding up and the next full
+	// check, after which every owner is asked for its flows again, sets that right.
 	InstalledVersion() (uint64, bool)
 	// InstalledFlows returns what the owner installed; false when it cannot tell. The Healer
 	// asks it only when the version changed since it last asked.
@@ -170,6 +172,9 @@ func (h *Healer) fullCheck(ctx context.Context, surplus map[uint8]int, reason st
 	klog.V(2).InfoS("Verifying every owner's flows in OVS", "reason", reason)
 	allOK := h.verifyAllLocked(ctx)
 	h.tables.sinceFull = 0
+	// An owner's version may stay while its flows move between tables (see
+	// TableOwner.InstalledVersion): the next check asks every owner again.
+	h.tables.installed = nil
 	if allOK && surplus != nil {
 		h.tables.baseline = surplus
 	} else {

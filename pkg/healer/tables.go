@@ -115,8 +115,9 @@ func (e expectation) surplus(stats []openflow.TableStats) (map[uint8]int, bool) 
 
 // check is the periodic check. With a table-counting Counter it compares one table statistics
 // reply with what the table owners installed plus the surplus recorded at the last full check,
-// and verifies every owner (replaying those that mismatch) only when they differ, when an
-// owner cannot tell, and every FullCheckEvery table checks; otherwise it verifies every owner.
+// and verifies every owner (replaying those that mismatch) only when they differ, when the
+// statistics request failed, and every FullCheckEvery table checks; while a table owner cannot
+// tell (its bundle is in flight) it does nothing. Without one it verifies every owner.
 func (h *Healer) check(ctx context.Context) {
 	if h.opts.Counter == nil {
 		return
@@ -134,7 +135,9 @@ func (h *Healer) check(ctx context.Context) {
 		before, ok = h.installed(vs)
 	}
 	if !ok {
-		h.fullCheck(ctx, nil, "an owner's flows are being changed")
+		// An owner's bundle is in flight (a big sync may take seconds): the next check decides,
+		// as Verify would not tell either.
+		klog.V(4).InfoS("Skipping the check of OVS: an owner's flows are being changed")
 		return
 	}
 	stats, err := tc.TableStats(ctx)
@@ -146,7 +149,7 @@ func (h *Healer) check(ctx context.Context) {
 	}
 	after, ok := h.versions()
 	if !ok || !slices.Equal(before.versions, after) {
-		h.fullCheck(ctx, nil, "an owner's flows changed during the check")
+		klog.V(4).InfoS("Skipping the check of OVS: an owner's flows changed during it")
 		return
 	}
 	surplus, short := before.surplus(stats)

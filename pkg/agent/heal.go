@@ -10,7 +10,11 @@ import (
 	"github.com/antrea-proxy/antrea-proxy/pkg/config"
 	"github.com/antrea-proxy/antrea-proxy/pkg/healer"
 	"github.com/antrea-proxy/antrea-proxy/pkg/ovs/ofconn"
+	"github.com/antrea-proxy/antrea-proxy/pkg/ovs/openflow"
+	"github.com/antrea-proxy/antrea-proxy/pkg/ovs/openflow/native"
+	"github.com/antrea-proxy/antrea-proxy/pkg/ovs/openflow/ofctl"
 	"github.com/antrea-proxy/antrea-proxy/pkg/ovs/ovsdb"
+	"github.com/antrea-proxy/antrea-proxy/pkg/proxy"
 	"github.com/antrea-proxy/antrea-proxy/pkg/proxy/healthcheck"
 )
 
@@ -23,11 +27,21 @@ func mgmtSocket(cfg *config.AgentConfig) string {
 	return "unix:" + filepath.Join(cfg.OVSRunDir, cfg.OVSBridge+".mgmt")
 }
 
+// The proxier tells the healer its flows per table, so that the periodic check is one table
+// statistics request (both backends report them).
+var (
+	_ healer.TableOwner     = (*proxy.Proxier)(nil)
+	_ openflow.TableCounter = (*native.Bridge)(nil)
+	_ openflow.TableCounter = (*ofctl.Bridge)(nil)
+)
+
 // startSelfHealing keeps an OpenFlow connection to the bridge open and runs the healer: when the
 // connection comes back after a loss (ovs-vswitchd restarted) every owner of flows replays what
-// it installed, in order (gateway, pods, Services), and then flow-restore-wait is cleared; every
-// few seconds each owner's flow counts are checked against OVS and a mismatching owner replays
-// (an external del-flows). Call it once the data path has started.
+// it installed, in order (gateway, pods, Services), and then flow-restore-wait is cleared. Every
+// second one table statistics request is compared with what the owners installed per table
+// (OVS answers it from per-table counters, whatever the number of flows); only when the counts
+// moved, and every 10 minutes, is each owner's flow count checked against OVS, and a
+// mismatching owner replays (an external del-flows). Call it once the data path has started.
 func (c *Components) startSelfHealing(ctx context.Context, cfg *config.AgentConfig) {
 	// The native backend's own connection is the one to watch: it reconnects and reports a
 	// reset after a loss. With ovs-ofctl, a monitor keeps a connection open for that purpose.

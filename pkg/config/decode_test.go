@@ -32,6 +32,7 @@ hostGateway: gw0
 apiSocket: /run/antrea/agent.sock
 apiTCPAddress: 127.0.0.1:10350
 apiTokenFile: /etc/antrea/api-token
+enablePprof: true
 antreaProxy:
   enable: false
   proxyAll: true
@@ -56,6 +57,7 @@ ovsOpenFlowBackend: ofctl
 		APISocket:          "/run/antrea/agent.sock",
 		APITCPAddress:      "127.0.0.1:10350",
 		APITokenFile:       "/etc/antrea/api-token",
+		EnablePprof:        true,
 		AntreaProxy: AntreaProxyConfig{
 			Enable:               ptr(false),
 			ProxyAll:             true,

@@ -73,6 +73,11 @@ type AgentConfig struct {
 	// It must be owned by the agent's user and not accessible to group or
 	// others (mode 0600 or stricter). Required with APITCPAddress.
 	APITokenFile string `json:"apiTokenFile,omitempty"`
+	// EnablePprof serves Go's runtime profiles (net/http/pprof) under /debug/pprof/ on the
+	// agent API's listeners, with their access rules (root on the unix socket, the bearer
+	// token over TCP), for profiling the agent where it runs. Default false (the zero value,
+	// which Defaults keeps and Marshal omits).
+	EnablePprof bool `json:"enablePprof,omitempty"`
 	// AntreaProxy configures the service proxy.
 	AntreaProxy AntreaProxyConfig `json:"antreaProxy"`
 	// NodeNetwork configures the node data path (see NodeNetworkConfig); omitted means all

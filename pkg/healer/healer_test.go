@@ -235,8 +235,8 @@ func TestMismatchReplaysOnlyThatOwner(t *testing.T) {
 			t.Errorf("%s = %v (present %v), want %v", key, got, ok, want)
 		}
 	}
-	if len(series) != 3*(6+3) {
-		t.Errorf("%d series, want %d (3 owners x (6 replay series + 3 others))", len(series), 3*(6+3))
+	if len(series) != 3*(6+3)+3 {
+		t.Errorf("%d series, want %d (3 owners x (6 replay series + 3 others), 2 check kinds, table stats errors)", len(series), 3*(6+3)+3)
 	}
 }
 

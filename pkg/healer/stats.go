@@ -12,6 +12,10 @@ import (
 type Stats struct {
 	// Owners is keyed by Owner.Name().
 	Owners map[string]OwnerStats
+	// TableChecks counts the periodic checks answered by a table statistics request,
+	// TableCheckErrors the table statistics requests that failed, and FullChecks the passes
+	// that verified every owner (each Verify counts OVS's flows of the owner).
+	TableChecks, TableCheckErrors, FullChecks int
 }
 
 // OwnerStats is what the Healer did with one owner.
@@ -26,8 +30,19 @@ type OwnerStats struct {
 }
 
 type statsStore struct {
-	mu     sync.Mutex
-	owners map[string]*OwnerStats
+	mu                                   sync.Mutex
+	owners                               map[string]*OwnerStats
+	tableChecks, tableErrors, fullChecks int
+}
+
+func (s *statsStore) tableChecked()     { s.add(&s.tableChecks) }
+func (s *statsStore) tableCheckFailed() { s.add(&s.tableErrors) }
+func (s *statsStore) fullChecked()      { s.add(&s.fullChecks) }
+
+func (s *statsStore) add(n *int) {
+	s.mu.Lock()
+	*n++
+	s.mu.Unlock()
 }
 
 func newStatsStore() *statsStore { return &statsStore{owners: map[string]*OwnerStats{}} }
@@ -69,7 +84,8 @@ func (s *statsStore) verified(name string, ok bool, err error) {
 func (h *Healer) Stats() Stats {
 	h.stats.mu.Lock()
 	defer h.stats.mu.Unlock()
-	out := Stats{Owners: make(map[string]OwnerStats, len(h.stats.owners))}
+	out := Stats{Owners: make(map[string]OwnerStats, len(h.stats.owners)),
+		TableChecks: h.stats.tableChecks, TableCheckErrors: h.stats.tableErrors, FullChecks: h.stats.fullChecks}
 	for name, o := range h.stats.owners {
 		c := *o
 		c.Replays = copyCounts(o.Replays)
@@ -95,11 +111,14 @@ type collector struct {
 	h                             *Healer
 	replays, duration, mismatches *prometheus.Desc
 	verifyErrors                  *prometheus.Desc
+	checks, tableErrors           *prometheus.Desc
 }
 
 // RegisterMetrics registers the Healer's metrics with reg:
 // antrea_proxy_healer_replays_total{owner,trigger,result}, antrea_proxy_healer_last_replay_duration_seconds{owner},
-// antrea_proxy_healer_mismatches_total{owner} and antrea_proxy_healer_verify_errors_total{owner}.
+// antrea_proxy_healer_mismatches_total{owner}, antrea_proxy_healer_verify_errors_total{owner},
+// antrea_proxy_healer_checks_total{kind} (kind "tables" or "full") and
+// antrea_proxy_healer_table_stats_errors_total.
 func (h *Healer) RegisterMetrics(reg prometheus.Registerer) error {
 	name := func(n string) string { return prometheus.BuildFQName(metricsNamespace, "healer", n) }
 	return reg.Register(&collector{
@@ -113,6 +132,11 @@ func (h *Healer) RegisterMetrics(reg prometheus.Registerer) error {
 			"Periodic checks that found an owner's flows in OVS differing from what it installed.", []string{"owner"}, nil),
 		verifyErrors: prometheus.NewDesc(name("verify_errors_total"),
 			"Periodic checks of an owner that failed (nothing was replayed).", []string{"owner"}, nil),
+		checks: prometheus.NewDesc(name("checks_total"),
+			"Checks of OVS against what the owners installed: by a table statistics request (tables) or by verifying every owner (full).",
+			[]string{"kind"}, nil),
+		tableErrors: prometheus.NewDesc(name("table_stats_errors_total"),
+			"Table statistics requests of the periodic check that failed (every owner was verified instead).", nil, nil),
 	})
 }
 
@@ -122,11 +146,16 @@ func (c *collector) Describe(ch chan<- *prometheus.Desc) {
 	ch <- c.duration
 	ch <- c.mismatches
 	ch <- c.verifyErrors
+	ch <- c.checks
+	ch <- c.tableErrors
 }
 
 // Collect implements prometheus.Collector.
 func (c *collector) Collect(ch chan<- prometheus.Metric) {
 	st := c.h.Stats()
+	ch <- prometheus.MustNewConstMetric(c.checks, prometheus.CounterValue, float64(st.TableChecks), "tables")
+	ch <- prometheus.MustNewConstMetric(c.checks, prometheus.CounterValue, float64(st.FullChecks), "full")
+	ch <- prometheus.MustNewConstMetric(c.tableErrors, prometheus.CounterValue, float64(st.TableCheckErrors))
 	names := make([]string, 0, len(st.Owners))
 	for n := range st.Owners {
 		names = append(names, n)

@@ -48,6 +48,9 @@ func (h *handlers) mux() http.Handler {
 		livez = ok
 	}
 	m.Handle(apiv1.PathLivez, getOrHead(livez))
+	if h.cfg.EnablePprof {
+		registerPprof(m)
+	}
 	m.HandleFunc("/", func(w http.ResponseWriter, r *http.Request) {
 		writeError(w, http.StatusNotFound, "path %q not found; the agent API serves %s", r.URL.Path,
 			strings.Join([]string{apiv1.PathServiceMap, apiv1.PathOVSFlows, apiv1.PathAgentInfo, apiv1.PathVersion, apiv1.PathHealthz, apiv1.PathLivez}, ", "))

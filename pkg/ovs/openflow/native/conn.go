@@ -243,6 +243,20 @@ func (c *conn) expect(xid uint32) (<-chan reply, func()) {
 	}
 }
 
+// expectParts is expect for a multipart request, whose reply may span several messages with
+// the same xid: up to maxMultipartParts are buffered.
+func (c *conn) expectParts(xid uint32) (<-chan reply, func()) {
+	ch := make(chan reply, maxMultipartParts)
+	c.pmu.Lock()
+	c.pend[xid] = ch
+	c.pmu.Unlock()
+	return ch, func() {
+		c.pmu.Lock()
+		delete(c.pend, xid)
+		c.pmu.Unlock()
+	}
+}
+
 // await waits for a registered reply, ctx or the connection's end.
 func (c *conn) await(ctx context.Context, ch <-chan reply) (reply, error) {
 	select {
@@ -289,7 +303,7 @@ func (c *conn) readLoop() {
 				continue
 			}
 			klog.ErrorS(e, "OpenFlow switch reported an error", "peer", c.name)
-		case typeEchoReply, typeBarrierReply, typeBundleControl, typeFeaturesReply:
+		case typeEchoReply, typeBarrierReply, typeBundleControl, typeFeaturesReply, typeMultipartReply:
 			c.deliver(xid, reply{msg: msg})
 		default:
 			// Packet-ins of controller actions, port status and other asynchronous messages

@@ -194,10 +194,14 @@ func readMsg(r io.Reader) ([]byte, error) {
 	return m, err
 }
 
-// fakeMultipartReply answers a table features request with 254 tables without properties, and
-// any other multipart request with an empty reply.
+// fakeMultipartReply answers a table features request with 254 tables without properties, a
+// table stats request with fakeTableStats (two messages), and any other multipart request with
+// an empty reply.
 func fakeMultipartReply(xid uint32, req []byte) []byte {
 	body := append([]byte(nil), req[8:16]...)
+	if binary.BigEndian.Uint16(req[8:]) == multipartTable {
+		return fakeTableStatsReply(xid, body)
+	}
 	if binary.BigEndian.Uint16(req[8:]) == 12 { // OFPMP_TABLE_FEATURES
 		for id := 0; id < 254; id++ {
 			tf := make([]byte, 64)

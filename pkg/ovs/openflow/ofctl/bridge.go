@@ -33,8 +33,9 @@ type Bridge struct {
 }
 
 var (
-	_ openflow.Bridge      = (*Bridge)(nil)
-	_ openflow.FlowCounter = (*Bridge)(nil)
+	_ openflow.Bridge       = (*Bridge)(nil)
+	_ openflow.FlowCounter  = (*Bridge)(nil)
+	_ openflow.TableCounter = (*Bridge)(nil)
 )
 
 // Option tunes New.
@@ -201,6 +202,20 @@ func (b *Bridge) CountFlows(ctx context.Context, filter openflow.FlowFilter) (in
 		return 0, fmt.Errorf("ovs-ofctl dump-aggregate %s: %w", b.target, err)
 	}
 	return int(st.FlowCount), nil
+}
+
+// TableStats returns every table's statistics, from `ovs-ofctl dump-tables`: the switch
+// answers from its per-table counters without walking the flows.
+func (b *Bridge) TableStats(ctx context.Context) ([]openflow.TableStats, error) {
+	out, err := b.output(ctx, "dump-tables", []string{"-O", "OpenFlow15", "dump-tables", b.target})
+	if err != nil {
+		return nil, err
+	}
+	st, err := openflow.ParseTableStatsReply(out)
+	if err != nil {
+		return nil, fmt.Errorf("ovs-ofctl dump-tables %s: %w", b.target, err)
+	}
+	return st, nil
 }
 
 // DumpGroups returns every group, from `ovs-ofctl dump-groups`.

@@ -1,0 +1,191 @@
+package healer
+
+import (
+	"context"
+	"maps"
+	"slices"
+
+	"k8s.io/klog/v2"
+
+	"github.com/antrea-proxy/antrea-proxy/pkg/ovs/openflow"
+)
+
+// TableOwner is an Owner that can say, without asking OVS, how many flows it installed in each
+// table. With a Counter that also reports table statistics (openflow.TableCounter), the
+// periodic check then costs OVS one table statistics request instead of an aggregate request
+// (a walk of every flow) per owner and category.
+type TableOwner interface {
+	Owner
+	// InstalledVersion returns the version of what the owner installed
+	// (openflow.InstalledFlows.Version); false when it cannot tell (an Apply of its own is in
+	// flight). It must be cheap: every check asks it twice. It should change when the counts
+	// per table change; if it does not, the counts OVS holds stop adding up and the next full
+	// check, after which every owner is asked for its flows again, sets that right.
+	InstalledVersion() (uint64, bool)
+	// InstalledFlows returns what the owner installed; false when it cannot tell. The Healer
+	// asks it only when the version changed since it last asked.
+	InstalledFlows() (openflow.InstalledFlows, bool)
+}
+
+// tableCheck is the state of the table statistics check: what OVS held beyond what the table
+// owners installed, per table, when every owner last verified (the flows of the other owners
+// and of other writers of the bridge).
+type tableCheck struct {
+	// baseline is nil until a full check of every owner passed.
+	baseline map[uint8]int
+	// sinceFull counts the table checks since the last full check.
+	sinceFull int
+	// installed caches what each TableOwner installed, by owner name, with its version.
+	installed map[string]openflow.InstalledFlows
+}
+
+// expectation is the sum of what the table owners installed.
+type expectation struct {
+	perTable map[uint8]int
+	learned  map[uint8]bool
+	versions []uint64
+}
+
+// versions returns every TableOwner's version; false when one cannot tell.
+func (h *Healer) versions() ([]uint64, bool) {
+	var vs []uint64
+	for _, o := range h.opts.Owners {
+		if to, ok := o.(TableOwner); ok {
+			v, ok := to.InstalledVersion()
+			if !ok {
+				return nil, false
+			}
+			vs = append(vs, v)
+		}
+	}
+	return vs, true
+}
+
+// installed sums what every TableOwner installed at versions vs (from versions), asking an
+// owner for its flows only when its version changed since the last time; false when one
+// cannot tell or its flows are not of that version any more.
+func (h *Healer) installed(vs []uint64) (expectation, bool) {
+	if h.tables.installed == nil {
+		h.tables.installed = map[string]openflow.InstalledFlows{}
+	}
+	e := expectation{perTable: map[uint8]int{}, learned: map[uint8]bool{}, versions: vs}
+	i := 0
+	for _, o := range h.opts.Owners {
+		to, ok := o.(TableOwner)
+		if !ok {
+			continue
+		}
+		in, cached := h.tables.installed[o.Name()]
+		if !cached || in.Version != vs[i] {
+			if in, ok = to.InstalledFlows(); !ok || in.Version != vs[i] {
+				return expectation{}, false
+			}
+			h.tables.installed[o.Name()] = in
+		}
+		i++
+		for t, n := range in.PerTable {
+			e.perTable[t] += n
+		}
+		for _, t := range in.Learned {
+			e.learned[t] = true
+		}
+	}
+	return e, true
+}
+
+// surplus returns, per table, how many more flows OVS holds than the table owners installed
+// (zeros left out; learned tables, whose counts change on their own, left out), and whether
+// some table holds fewer than installed (a certain loss).
+func (e expectation) surplus(stats []openflow.TableStats) (map[uint8]int, bool) {
+	held := openflow.FlowsPerTable(stats)
+	out := map[uint8]int{}
+	short := false
+	for t, n := range e.perTable {
+		if held[t] < n {
+			short = true
+		}
+	}
+	for t, n := range held {
+		if d := n - e.perTable[t]; d != 0 && !e.learned[t] {
+			out[t] = d
+		}
+	}
+	return out, short
+}
+
+// check is the periodic check. With a table-counting Counter it compares one table statistics
+// reply with what the table owners installed plus the surplus recorded at the last full check,
+// and verifies every owner (replaying those that mismatch) only when they differ, when the
+// statistics request failed, and every FullCheckEvery table checks; while a table owner cannot
+// tell (its bundle is in flight) it does nothing. Without one it verifies every owner.
+func (h *Healer) check(ctx context.Context) {
+	if h.opts.Counter == nil {
+		return
+	}
+	h.opMu.Lock()
+	defer h.opMu.Unlock()
+	tc, ok := h.opts.Counter.(openflow.TableCounter)
+	if !ok {
+		h.verifyAllLocked(ctx)
+		return
+	}
+	vs, ok := h.versions()
+	var before expectation
+	if ok {
+		before, ok = h.installed(vs)
+	}
+	if !ok {
+		// An owner's bundle is in flight (a big sync may take seconds): the next check decides,
+		// as Verify would not tell either.
+		klog.V(4).InfoS("Skipping the check of OVS: an owner's flows are being changed")
+		return
+	}
+	stats, err := tc.TableStats(ctx)
+	if err != nil {
+		h.stats.tableCheckFailed()
+		klog.ErrorS(err, "Reading the table statistics of OVS failed; verifying every owner")
+		h.fullCheck(ctx, nil, "table statistics failed")
+		return
+	}
+	after, ok := h.versions()
+	if !ok || !slices.Equal(before.versions, after) {
+		klog.V(4).InfoS("Skipping the check of OVS: an owner's flows changed during it")
+		return
+	}
+	surplus, short := before.surplus(stats)
+	h.stats.tableChecked()
+	st := &h.tables
+	switch {
+	case short:
+		h.fullCheck(ctx, nil, "a table holds fewer flows than installed")
+	case st.baseline == nil:
+		h.fullCheck(ctx, surplus, "first check")
+	case !maps.Equal(st.baseline, surplus):
+		h.fullCheck(ctx, surplus, "table flow counts changed")
+	case h.opts.FullCheckEvery > 0 && st.sinceFull+1 >= h.opts.FullCheckEvery:
+		h.fullCheck(ctx, surplus, "periodic full check")
+	default:
+		st.sinceFull++
+	}
+}
+
+// fullCheck verifies every owner and replays those that mismatch; when all matched, surplus
+// (nil: unknown) becomes the baseline of the next table checks.
+func (h *Healer) fullCheck(ctx context.Context, surplus map[uint8]int, reason string) {
+	klog.V(2).InfoS("Verifying every owner's flows in OVS", "reason", reason)
+	allOK := h.verifyAllLocked(ctx)
+	h.tables.sinceFull = 0
+	// An owner's version may stay while its flows move between tables (see
+	// TableOwner.InstalledVersion): the next check asks every owner again.
+	h.tables.installed = nil
+	if allOK && surplus != nil {
+		h.tables.baseline = surplus
+	} else {
+		h.tables.baseline = nil
+	}
+}
+
+// forgetBaseline makes the next check a full one (after replays: what OVS holds changed).
+func (h *Healer) forgetBaseline() {
+	h.tables.baseline = nil
+}

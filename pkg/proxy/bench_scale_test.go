@@ -3,7 +3,9 @@ package proxy
 import (
 	"context"
 	"fmt"
+	"os"
 	"runtime"
+	"runtime/pprof"
 	"syscall"
 	"testing"
 	"time"
@@ -79,10 +81,29 @@ func BenchmarkStateHeap10k(b *testing.B) {
 				before := heapInUse()
 				p := newScaleProxier(b, c.bridge())
 				total += heapInUse() - before
+				writeHeapProfile(b, c.name)
 				runtime.KeepAlive(p)
 			}
 			b.ReportMetric(float64(total)/float64(b.N)/(1<<20), "heap-MB")
 		})
+	}
+}
+
+// writeHeapProfile writes the live heap to $STATEHEAP_PROFILE-<name>.prof when that variable
+// is set: what the installed state holds, by allocation site (go tool pprof -sample_index
+// inuse_space). The benchmark's own -memprofile is written after the state is gone.
+func writeHeapProfile(b *testing.B, name string) {
+	base := os.Getenv("STATEHEAP_PROFILE")
+	if base == "" {
+		return
+	}
+	f, err := os.Create(base + "-" + name + ".prof")
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer f.Close()
+	if err := pprof.Lookup("heap").WriteTo(f, 0); err != nil {
+		b.Fatal(err)
 	}
 }
 

@@ -68,6 +68,7 @@ func Setup(ctx context.Context, cfg *config.AgentConfig, events proxy.EventSink)
 	}
 	opts.Events = events
 	obs := newObservers(cfg, &opts)
+	opts.Observer = append(opts.Observer.(observe.Observers), newStartupRelease())
 	if dp != nil {
 		opts.Observer = append(opts.Observer.(observe.Observers), dp)
 	}

@@ -157,6 +157,12 @@ func (t *txn) ownedKeys(o owner) []string {
 
 // set replaces everything an owner has with groups and flows. No groups and no flows remove
 // the owner.
+//
+// The state keeps pointers into flows, not copies (at 10,000 Services a copy of every flow was
+// a third of the first sync's allocations): the caller hands over a slice of its own that
+// nobody modifies afterwards. Every want of o is pointed into this slice, also where the content
+// did not change, so the state holds only the latest slice of each owner, never parts of older
+// ones.
 func (t *txn) set(o owner, groups []*of.Group, flows []of.Flow) {
 	newKeys := make([]string, 0, len(flows))
 	seen := make(map[string]bool, len(flows))
@@ -174,15 +180,15 @@ func (t *txn) set(o owner, groups []*of.Group, flows []of.Flow) {
 			e = &flowEntry{}
 			t.flows[key] = e
 		}
-		// The state keeps its own copy of each flow it stores: one small allocation, not the
-		// caller's whole slice.
 		switch w := e.want(o); {
 		case w == nil:
-			e.owners = append(e.owners, wantedFlow{owner: o, flow: copyFlow(f), sum: sum})
+			e.owners = append(e.owners, wantedFlow{owner: o, flow: f, sum: sum})
 			t.touchedBy[key] = append(t.touchedBy[key], o)
 		case w.sum != sum:
-			w.flow, w.sum = copyFlow(f), sum
+			w.flow, w.sum = f, sum
 			t.touchedBy[key] = append(t.touchedBy[key], o)
+		default:
+			w.flow = f // the same content: let go of the older slice
 		}
 	}
 	for _, key := range t.ownedKeys(o) {
@@ -203,11 +209,6 @@ func (t *txn) set(o owner, groups []*of.Group, flows []of.Flow) {
 	t.owned[o] = newKeys
 	t.groups[o] = groups
 	t.touchedGroups[o] = true
-}
-
-func copyFlow(f *of.Flow) *of.Flow {
-	c := *f
-	return &c
 }
 
 // resolve sets each staged entry's installed content to its winner's.

@@ -120,8 +120,9 @@ type txn struct {
 	groups map[owner][]*of.Group // staged groups
 	// touchedGroups preserves which owners' groups were set, including to nil.
 	touchedGroups map[owner]bool
-	// touchedBy lists, per staged key, the owners whose set changed it (op attribution).
-	touchedBy map[string][]owner
+	// droppedBy lists, per staged key, the owners whose set let go of it: the owners of its
+	// delete op, if the key ends up deleted (an add's owner is the key's winner).
+	droppedBy map[string][]owner
 	// preDeletes and preDeleteGroups come first in the bundle (first sync of a run): flows and
 	// group IDs of earlier runs.
 	preDeletes      []of.Op
@@ -132,7 +133,7 @@ type txn struct {
 
 func (s *flowState) begin() *txn {
 	return &txn{st: s, flows: map[string]*flowEntry{}, owned: map[owner][]string{}, groups: map[owner][]*of.Group{},
-		touchedGroups: map[owner]bool{}, touchedBy: map[string][]owner{}}
+		touchedGroups: map[owner]bool{}, droppedBy: map[string][]owner{}}
 }
 
 func (t *txn) entry(key string) *flowEntry {
@@ -183,10 +184,8 @@ func (t *txn) set(o owner, groups []*of.Group, flows []of.Flow) {
 		switch w := e.want(o); {
 		case w == nil:
 			e.owners = append(e.owners, wantedFlow{owner: o, flow: f, sum: sum})
-			t.touchedBy[key] = append(t.touchedBy[key], o)
 		case w.sum != sum:
 			w.flow, w.sum = f, sum
-			t.touchedBy[key] = append(t.touchedBy[key], o)
 		default:
 			w.flow = f // the same content: let go of the older slice
 		}
@@ -197,7 +196,7 @@ func (t *txn) set(o owner, groups []*of.Group, flows []of.Flow) {
 		}
 		if e := t.entry(key); e != nil {
 			e.drop(o)
-			t.touchedBy[key] = append(t.touchedBy[key], o)
+			t.droppedBy[key] = append(t.droppedBy[key], o)
 			if len(e.owners) == 0 {
 				t.flows[key] = nil
 			}
@@ -277,13 +276,20 @@ func (t *txn) ops() ([]of.Op, [][]owner) {
 		keys = append(keys, k)
 	}
 	sort.Strings(keys)
+	// One owner list per winner, shared by its adds (read-only): not one allocation per op.
+	winners := map[owner][]owner{}
 	for _, k := range keys {
 		after, before := t.flows[k], t.st.flows[k]
 		switch {
 		case after != nil && (before == nil || before.sum != after.sum):
-			flowAdds.add(of.Op{Kind: of.AddFlow, Flow: after.flow}, []owner{after.winner})
+			by, ok := winners[after.winner]
+			if !ok {
+				by = []owner{after.winner}
+				winners[after.winner] = by
+			}
+			flowAdds.add(of.Op{Kind: of.AddFlow, Flow: after.flow}, by)
 		case after == nil && before != nil:
-			flowDels.add(of.Op{Kind: of.DeleteFlowStrict, Flow: before.flow}, t.touchedBy[k])
+			flowDels.add(of.Op{Kind: of.DeleteFlowStrict, Flow: before.flow}, t.droppedBy[k])
 		}
 	}
 	var out opList

@@ -276,6 +276,7 @@ func (t *txn) ops() ([]of.Op, [][]owner) {
 		keys = append(keys, k)
 	}
 	sort.Strings(keys)
+	flowAdds = opList{ops: make([]of.Op, 0, len(keys)), by: make([][]owner, 0, len(keys))}
 	// One owner list per winner, shared by its adds (read-only): not one allocation per op.
 	winners := map[owner][]owner{}
 	for _, k := range keys {
@@ -292,7 +293,9 @@ func (t *txn) ops() ([]of.Op, [][]owner) {
 			flowDels.add(of.Op{Kind: of.DeleteFlowStrict, Flow: before.flow}, t.droppedBy[k])
 		}
 	}
-	var out opList
+	// The bundle is allocated once at its size (the first sync's has 130k ops at 10k Services).
+	n := len(pre.ops) + len(groupAdds.ops) + len(flowAdds.ops) + len(flowDels.ops) + len(t.extraDeletes) + len(groupDels.ops)
+	out := opList{ops: make([]of.Op, 0, n), by: make([][]owner, 0, n)}
 	for _, l := range []*opList{&pre, &groupAdds, &flowAdds, &flowDels} {
 		out.ops, out.by = append(out.ops, l.ops...), append(out.by, l.by...)
 	}

@@ -51,8 +51,9 @@ func newTrimmer() *trimmer {
 	return &trimmer{yes: &yes, no: &no, strs: map[string]*string{}, maxInterned: 1 << 16}
 }
 
-// transform is the factory's transform (a cache.TransformFunc). Tombstones (cache.DeletedFinalStateUnknown)
-// never reach it; objects of other types only lose their managed fields.
+// transform is the factory's transform (a cache.TransformFunc); it is idempotent. Tombstones
+// (cache.DeletedFinalStateUnknown) never reach it; objects of other types only lose their
+// managed fields.
 func (t *trimmer) transform(obj any) (any, error) {
 	switch o := obj.(type) {
 	case *v1.Service:

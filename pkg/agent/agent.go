@@ -10,7 +10,6 @@ import (
 	"path/filepath"
 	"time"
 
-	"k8s.io/client-go/informers"
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/klog/v2"
 
@@ -69,6 +68,7 @@ func Setup(ctx context.Context, cfg *config.AgentConfig, events proxy.EventSink)
 	}
 	opts.Events = events
 	obs := newObservers(cfg, &opts)
+	opts.Observer = append(opts.Observer.(observe.Observers), newStartupRelease())
 	if dp != nil {
 		opts.Observer = append(opts.Observer.(observe.Observers), dp)
 	}
@@ -203,8 +203,8 @@ func Run(ctx context.Context, cfg *config.AgentConfig, client kubernetes.Interfa
 	}
 	defer api.Close()
 	// One informer factory for the binary: the data path, the announcer and the proxier share
-	// its Node, Service and EndpointSlice informers.
-	factory := informers.NewSharedInformerFactory(client, 0)
+	// its Node, Service and EndpointSlice informers, whose caches keep only what the agent reads.
+	factory := newInformerFactory(client)
 	defer factory.Shutdown()
 	if err := startDataPath(ctx, c, factory); err != nil {
 		return fmt.Errorf("starting the node data path: %w", err)

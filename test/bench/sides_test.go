@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"regexp"
 	"strings"
+	"time"
 
 	"github.com/antrea-proxy/antrea-proxy/test/e2e/framework"
 )
@@ -24,8 +25,12 @@ type side struct {
 	programmed func(ctx context.Context, svcs []benchService) (bool, string)
 	// locator returns, for Service name, what observe needs to find its rules cheaply.
 	locators map[string]string
-	// observe reports whether ip is an endpoint of Service name's programmed rules.
-	observe func(name, ip string) (bool, error)
+	// observe reports whether ip is an endpoint of Service name's programmed rules, and since
+	// when (the time it looked, for a poll; the time the rule was reported, for a stream).
+	observe func(name, ip string) (at time.Time, ok bool, err error)
+	// startProbe and stopProbe, when set, surround the changes (kube-proxy's rule monitor).
+	startProbe func() error
+	stopProbe  func()
 }
 
 // metrics fetches the side's /metrics.
@@ -73,12 +78,12 @@ func antreaSide(n *framework.Node, k int) *side {
 		}
 		return true, ""
 	}
-	s.observe = func(name, ip string) (bool, error) {
+	s.observe = func(name, ip string) (time.Time, bool, error) {
 		out, err := n.OVS.Ofctl("dump-groups", framework.Bridge, s.locators[name])
 		if err != nil {
-			return false, err
+			return time.Time{}, false, err
 		}
-		return strings.Contains(out, regHex(ip)) || hasIP(out, ip), nil
+		return time.Now(), strings.Contains(out, regHex(ip)) || hasIP(out, ip), nil
 	}
 	return s
 }
@@ -95,18 +100,15 @@ func regHex(ip string) string {
 var kubeProxyServiceRE = regexp.MustCompile(`(\d+\.\d+\.\d+\.\d+) \. tcp \. 80 : goto (service-[^ ,\n}]+)`)
 
 // kubeProxySide is the kube-proxy node: programmed when its metrics show no pending change and
-// its ruleset maps every ClusterIP; a change is programmed when the Service's chain jumps to
-// the new endpoint's chain.
+// its ruleset maps every ClusterIP; a change is programmed when `nft monitor` (started for the
+// changes) shows a rule of the Service's chain jumping to the new endpoint's chain.
 func kubeProxySide(n *framework.Node) *side {
 	s := &side{Name: "kube-proxy", Node: n, Prefix: "kubeproxy_", locators: map[string]string{}}
 	s.programmed = func(ctx context.Context, svcs []benchService) (bool, string) {
-		body, err := s.metrics(ctx)
+		last, queued, err := n.KubeProxySyncs(ctx)
 		if err != nil {
 			return false, err.Error()
 		}
-		// The framework's KubeProxySyncs reads unlabelled series; v1.37 labels them by IP family.
-		last := gauge(body, "kubeproxy_sync_proxy_rules_last_timestamp_seconds")
-		queued := gauge(body, "kubeproxy_sync_proxy_rules_last_queued_timestamp_seconds")
 		if last == 0 || last < queued {
 			return false, fmt.Sprintf("last sync %.3f, last queued %.3f", last, queued)
 		}
@@ -127,12 +129,14 @@ func kubeProxySide(n *framework.Node) *side {
 		}
 		return true, ""
 	}
-	s.observe = func(name, ip string) (bool, error) {
-		out, err := n.NS.Exec("nft", "list", "chain", "ip", "kube-proxy", s.locators[name])
-		if err != nil {
-			return false, fmt.Errorf("%w: %s", err, out)
-		}
-		return hasIP(out, ip), nil
+	var mon *nftMonitor
+	s.startProbe = func() (err error) {
+		mon, err = startNFTMonitor(n.NS.Name)
+		return err
+	}
+	s.stopProbe = func() { mon.stop() }
+	s.observe = func(name, ip string) (time.Time, bool, error) {
+		return mon.seen("kube-proxy", s.locators[name], ip)
 	}
 	return s
 }

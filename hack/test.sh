@@ -105,7 +105,7 @@ run_demo() {
 run_bench_scale() {
   local sizes=${BENCH_SIZES:-${BENCH_SERVICES:-10000}} minutes=20 n
   for n in ${sizes//,/ }; do
-    minutes=$(( minutes + 10 + n / 1000 + (n / 1000) * (n / 1000) / 50 ))
+    minutes=$(( minutes + 10 + n / 1000 + (n / 1000) * (n / 1000) / 20 ))
   done
   export BENCH_RESULTS=${BENCH_RESULTS:-$(pwd)/_output/bench-scale}
   echo "== bench-scale: ${sizes} Services x ${BENCH_ENDPOINTS:-10} endpoints, antrea-agent and kube-proxy (timeout ${minutes}m, results in ${BENCH_RESULTS}) =="

@@ -21,15 +21,6 @@ const triggerTimeAnnotation = "endpoints.kubernetes.io/last-change-trigger-time"
 // holds the new endpoint (at most timeout per change); the partial-sync and
 // network-programming histograms are the proxies' own, over the same changes.
 func measureChanges(t *testing.T, ctx context.Context, cs kubernetes.Interface, sides []*side, res []*result, svcs []benchService, cfg config, timeout time.Duration, progress func(string, ...any)) {
-	for _, s := range sides {
-		if s.startProbe == nil {
-			continue
-		}
-		if err := s.startProbe(); err != nil {
-			t.Fatalf("%s: starting its probe: %v", s.Name, err)
-		}
-		defer s.stopProbe()
-	}
 	before := make([][2]histogram, len(sides))
 	for i, s := range sides {
 		p, err1 := s.hist(ctx, "sync_partial_proxy_rules_duration_seconds")

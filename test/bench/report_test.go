@@ -128,8 +128,33 @@ func formatReport(sr sizeResult) string {
 			fmt.Fprintf(&b, " %d → %.1f, %.1f;", t.Services, t.WallMS, t.CPUMS["kube-apiserver"])
 		}
 		b.WriteString("\n")
+		if a, k, ok := fitPerService(sr.Load.Tenths, func(t loadTenth) float64 { return t.CPUMS["kube-apiserver"] }); ok {
+			fmt.Fprintf(&b, "kube-apiserver CPU per Service ≈ %.1f ms + %.2f ms per 1,000 Services already stored (least squares over the tenths but the first).\n", a, k)
+		}
 	}
 	return b.String()
+}
+
+// fitPerService fits y(tenth) = a + k × (Services stored, in thousands) over the tenths but
+// the first (start-up), by least squares; ok is false with fewer than 3 points.
+func fitPerService(ts []loadTenth, y func(loadTenth) float64) (a, k float64, ok bool) {
+	if len(ts) < 4 {
+		return 0, 0, false
+	}
+	var n, sx, sy, sxx, sxy float64
+	prev := ts[0].Services
+	for _, t := range ts[1:] {
+		x := float64(prev+t.Services) / 2 / 1000
+		v := y(t)
+		n, sx, sy, sxx, sxy = n+1, sx+x, sy+v, sxx+x*x, sxy+x*v
+		prev = t.Services
+	}
+	d := n*sxx - sx*sx
+	if d == 0 {
+		return 0, 0, false
+	}
+	k = (n*sxy - sx*sy) / d
+	return (sy - k*sx) / n, k, true
 }
 
 // ratioOf is a/d formatted, "–" when d is 0.

@@ -25,12 +25,9 @@ type side struct {
 	programmed func(ctx context.Context, svcs []benchService) (bool, string)
 	// locator returns, for Service name, what observe needs to find its rules cheaply.
 	locators map[string]string
-	// observe reports whether ip is an endpoint of Service name's programmed rules, and since
-	// when (the time it looked, for a poll; the time the rule was reported, for a stream).
+	// observe reports whether ip is an endpoint of Service name's programmed rules, and the
+	// time it looked.
 	observe func(name, ip string) (at time.Time, ok bool, err error)
-	// startProbe and stopProbe, when set, surround the changes (kube-proxy's rule monitor).
-	startProbe func() error
-	stopProbe  func()
 }
 
 // metrics fetches the side's /metrics.
@@ -100,8 +97,8 @@ func regHex(ip string) string {
 var kubeProxyServiceRE = regexp.MustCompile(`(\d+\.\d+\.\d+\.\d+) \. tcp \. 80 : goto (service-[^ ,\n}]+)`)
 
 // kubeProxySide is the kube-proxy node: programmed when its metrics show no pending change and
-// its ruleset maps every ClusterIP; a change is programmed when `nft monitor` (started for the
-// changes) shows a rule of the Service's chain jumping to the new endpoint's chain.
+// its ruleset maps every ClusterIP; a change is programmed when a netlink read of the Service's
+// chain (chainJumpsTo) finds it jumping to the new endpoint's chain.
 func kubeProxySide(n *framework.Node) *side {
 	s := &side{Name: "kube-proxy", Node: n, Prefix: "kubeproxy_", locators: map[string]string{}}
 	s.programmed = func(ctx context.Context, svcs []benchService) (bool, string) {
@@ -129,14 +126,13 @@ func kubeProxySide(n *framework.Node) *side {
 		}
 		return true, ""
 	}
-	var mon *nftMonitor
-	s.startProbe = func() (err error) {
-		mon, err = startNFTMonitor(n.NS.Name)
-		return err
-	}
-	s.stopProbe = func() { mon.stop() }
 	s.observe = func(name, ip string) (time.Time, bool, error) {
-		return mon.seen("kube-proxy", s.locators[name], ip)
+		var ok bool
+		err := n.NS.Do(func() (err error) {
+			ok, err = chainJumpsTo("kube-proxy", s.locators[name], ip)
+			return err
+		})
+		return time.Now(), ok, err
 	}
 	return s
 }

@@ -3,11 +3,16 @@
 package bench
 
 import (
+	"fmt"
+	"os"
+	"os/exec"
 	"strings"
 	"testing"
 	"time"
 
 	"github.com/stretchr/testify/require"
+
+	"github.com/antrea-proxy/antrea-proxy/pkg/netutil"
 )
 
 // TestGrowthExponent: linear, flat and quadratic growth read as 1, 0 and 2; a missing value
@@ -46,20 +51,55 @@ func TestFormatGrowth(t *testing.T) {
 	require.Empty(t, formatGrowth([]sizeResult{mk(1000, 1, 4, time.Second)}))
 }
 
-// TestNFTMonitorRead: rules added to Service chains are kept with their chain; others are not,
-// and an address is not matched by a longer one.
-func TestNFTMonitorRead(t *testing.T) {
-	m := &nftMonitor{done: make(chan struct{}), rules: map[string][]monitoredRule{}}
-	m.read(strings.NewReader(strings.Join([]string{
-		"add rule ip kube-proxy endpoint-X__172.31.0.1/8080 ip saddr 172.31.0.1 meta mark set 0x00004000",
-		"add rule ip kube-proxy service-ABC-bench/svc-00001/tcp/http numgen random mod 2 vmap { 0 : goto endpoint-A__172.31.0.12/8080, 1 : goto endpoint-B__172.16.0.2/8080 }",
-		"delete rule ip kube-proxy service-ABC-bench/svc-00001/tcp/http handle 4",
-	}, "\n")))
-	_, ok, err := m.seen("kube-proxy", "service-ABC-bench/svc-00001/tcp/http", "172.31.0.1")
-	require.False(t, ok, "172.31.0.12 is not 172.31.0.1")
-	require.Error(t, err, "the monitor has exited")
-	at, ok, _ := m.seen("kube-proxy", "service-ABC-bench/svc-00001/tcp/http", "172.31.0.12")
+// TestFitPerService: a cost of 2 ms + 3 ms per 1,000 Services stored is recovered from the
+// tenths (midpoints), the first tenth left out.
+func TestFitPerService(t *testing.T) {
+	var ts []loadTenth
+	for i := 1; i <= 10; i++ {
+		mid := float64(2*i-1) / 2 // thousands, the tenth's midpoint
+		ts = append(ts, loadTenth{Services: i * 1000, WallMS: 2 + 3*mid})
+	}
+	ts[0].WallMS = 100 // start-up, ignored
+	a, k, ok := fitPerService(ts, func(t loadTenth) float64 { return t.WallMS })
 	require.True(t, ok)
-	require.False(t, at.IsZero())
-	require.Len(t, m.rules, 1)
+	require.InDelta(t, 2, a, 1e-9)
+	require.InDelta(t, 3, k, 1e-9)
+	_, _, ok = fitPerService(ts[:3], func(t loadTenth) float64 { return t.WallMS })
+	require.False(t, ok)
+}
+
+// TestChainJumpsTo loads a kube-proxy-like Service chain (a numgen verdict map to endpoint
+// chains) into a network namespace of its own and reads it back over netlink.
+func TestChainJumpsTo(t *testing.T) {
+	ns := fmt.Sprintf("bench-nl-%d", os.Getpid())
+	if out, err := exec.Command("ip", "netns", "add", ns).CombinedOutput(); err != nil {
+		t.Fatalf("ip netns add %s: %v: %s", ns, err, out)
+	}
+	t.Cleanup(func() { _ = exec.Command("ip", "netns", "del", ns).Run() })
+	rules := `add table ip kube-proxy
+add chain ip kube-proxy endpoint-A-bench/svc-00001/tcp/http__172.16.0.1/8080
+add chain ip kube-proxy endpoint-B-bench/svc-00001/tcp/http__172.31.0.12/8080
+add chain ip kube-proxy endpoint-C-bench/svc-00002/tcp/http__172.16.0.3/8080
+add chain ip kube-proxy service-X-bench/svc-00001/tcp/http
+add chain ip kube-proxy service-Y-bench/svc-00002/tcp/http
+add rule ip kube-proxy service-X-bench/svc-00001/tcp/http numgen random mod 2 vmap { 0 : goto endpoint-A-bench/svc-00001/tcp/http__172.16.0.1/8080, 1 : goto endpoint-B-bench/svc-00001/tcp/http__172.31.0.12/8080 }
+add rule ip kube-proxy service-Y-bench/svc-00002/tcp/http goto endpoint-C-bench/svc-00002/tcp/http__172.16.0.3/8080
+`
+	cmd := exec.Command("ip", "netns", "exec", ns, "nft", "-f", "-")
+	cmd.Stdin = strings.NewReader(rules)
+	if out, err := cmd.CombinedOutput(); err != nil {
+		t.Fatalf("nft -f: %v: %s", err, out)
+	}
+	check := func(chain, ip string) bool {
+		var ok bool
+		require.NoError(t, netutil.InNetNS("/var/run/netns/"+ns, func() (err error) {
+			ok, err = chainJumpsTo("kube-proxy", chain, ip)
+			return err
+		}))
+		return ok
+	}
+	require.True(t, check("service-X-bench/svc-00001/tcp/http", "172.31.0.12"), "through the verdict map")
+	require.False(t, check("service-X-bench/svc-00001/tcp/http", "172.31.0.1"), "172.31.0.12 is not 172.31.0.1")
+	require.False(t, check("service-X-bench/svc-00001/tcp/http", "172.16.0.3"), "another Service's endpoint")
+	require.True(t, check("service-Y-bench/svc-00002/tcp/http", "172.16.0.3"), "a direct goto")
 }

@@ -13,6 +13,9 @@ import (
 	"k8s.io/client-go/kubernetes"
 )
 
+// maxMissed is how many changes a side may miss before the others are no longer watched on it.
+const maxMissed = 3
+
 // triggerTimeAnnotation is what both proxies' network-programming metric measures from.
 const triggerTimeAnnotation = "endpoints.kubernetes.io/last-change-trigger-time"
 
@@ -51,6 +54,9 @@ func measureChanges(t *testing.T, ctx context.Context, cs kubernetes.Interface, 
 		sv.Slice = got
 		var wg sync.WaitGroup
 		for i, s := range sides {
+			if res[i].Missed >= maxMissed {
+				continue // its probe is broken: do not wait out every change
+			}
 			wg.Add(1)
 			go func() {
 				defer wg.Done()

@@ -3,7 +3,9 @@
 package bench
 
 import (
+	"bytes"
 	"fmt"
+	"net/netip"
 	"regexp"
 
 	"github.com/vishvananda/netlink/nl"
@@ -12,8 +14,10 @@ import (
 
 // A netlink read of one nftables chain: the kube-proxy probe of the one-endpoint changes. It
 // asks the kernel for the rules of one chain (NFT_MSG_GETRULE, filtered by table and chain) and
-// for the elements of the anonymous verdict maps those rules use (NFT_MSG_GETSETELEM of one
-// set), and looks for the new endpoint's chain in the replies. Unlike `nft list chain`, which
+// for the elements of the anonymous maps those rules use (NFT_MSG_GETSETELEM of one set), and
+// looks for the new endpoint in the replies: kube-proxy v1.37's Service chain DNATs through
+// `numgen random mod N map { 0 : <ip> . <port>, … }`, whose elements hold the address and port
+// in binary; a jump to an endpoint chain ("…__<ip>/<port>", earlier releases) is found by name. Unlike `nft list chain`, which
 // loads every chain and set of the table into nft's cache first, and unlike `nft monitor`,
 // which does the same when it starts, its cost does not grow with the rest of the ruleset
 // (the kernel finds the chain by name; only the set lookup walks the table's set list).
@@ -31,7 +35,7 @@ const (
 	nftablesNetlinkSocket = unix.NETLINK_NETFILTER
 )
 
-// anonymousMapRE matches the name nft gives an anonymous map ("vmap { … }" of a rule).
+// anonymousMapRE matches the name nft gives an anonymous map ("map { … }" of a rule).
 var anonymousMapRE = regexp.MustCompile(`__map[0-9]+`)
 
 // nftDump is one nf_tables dump request of msgType with string attributes (type → value), in
@@ -45,17 +49,22 @@ func nftDump(msgType int, attrs [][2]any) ([][]byte, error) {
 	return req.Execute(nftablesNetlinkSocket, 0)
 }
 
-// chainJumpsTo reports whether a rule of chain in the IPv4 table jumps to a chain whose name
-// holds ip (kube-proxy's endpoint chains end in "__<ip>/<port>"), directly or through an
-// anonymous verdict map. It runs in the calling thread's network namespace.
-func chainJumpsTo(table, chain, ip string) (bool, error) {
+// chainHolds reports whether a rule of chain in the IPv4 table sends traffic to ip:port: an
+// anonymous map of the rule maps to ip . port (binary data: 4 address bytes, then the port in
+// network order), or a rule or map jumps to a chain whose name holds "__<ip>/". It runs in the
+// calling thread's network namespace.
+func chainHolds(table, chain string, ip netip.Addr, port uint16) (bool, error) {
 	rules, err := nftDump(nftMsgGetRule, [][2]any{{nftaRuleTable, table}, {nftaRuleChain, chain}})
 	if err != nil {
 		return false, fmt.Errorf("reading the rules of %s %s: %w", table, chain, err)
 	}
+	a := ip.As4()
+	data := append(a[:], byte(port>>8), byte(port))
+	name := []byte("__" + ip.String() + "/")
+	holds := func(msg []byte) bool { return bytes.Contains(msg, data) || bytes.Contains(msg, name) }
 	sets := map[string]bool{}
 	for _, r := range rules {
-		if hasIP(string(r), ip) {
+		if bytes.Contains(r, name) {
 			return true, nil
 		}
 		for _, m := range anonymousMapRE.FindAll(r, -1) {
@@ -68,7 +77,7 @@ func chainJumpsTo(table, chain, ip string) (bool, error) {
 			return false, fmt.Errorf("reading the elements of %s %s: %w", table, set, err)
 		}
 		for _, e := range elems {
-			if hasIP(string(e), ip) {
+			if holds(e) {
 				return true, nil
 			}
 		}

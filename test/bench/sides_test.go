@@ -5,6 +5,7 @@ package bench
 import (
 	"context"
 	"fmt"
+	"net/netip"
 	"regexp"
 	"strings"
 	"time"
@@ -98,7 +99,7 @@ var kubeProxyServiceRE = regexp.MustCompile(`(\d+\.\d+\.\d+\.\d+) \. tcp \. 80 :
 
 // kubeProxySide is the kube-proxy node: programmed when its metrics show no pending change and
 // its ruleset maps every ClusterIP; a change is programmed when a netlink read of the Service's
-// chain (chainJumpsTo) finds it jumping to the new endpoint's chain.
+// chain (chainHolds) finds the new endpoint in it.
 func kubeProxySide(n *framework.Node) *side {
 	s := &side{Name: "kube-proxy", Node: n, Prefix: "kubeproxy_", locators: map[string]string{}}
 	s.programmed = func(ctx context.Context, svcs []benchService) (bool, string) {
@@ -129,7 +130,7 @@ func kubeProxySide(n *framework.Node) *side {
 	s.observe = func(name, ip string) (time.Time, bool, error) {
 		var ok bool
 		err := n.NS.Do(func() (err error) {
-			ok, err = chainJumpsTo("kube-proxy", s.locators[name], ip)
+			ok, err = chainHolds("kube-proxy", s.locators[name], netip.MustParseAddr(ip), endpointPort)
 			return err
 		})
 		return time.Now(), ok, err

@@ -4,6 +4,7 @@ package bench
 
 import (
 	"fmt"
+	"net/netip"
 	"os"
 	"os/exec"
 	"strings"
@@ -68,21 +69,20 @@ func TestFitPerService(t *testing.T) {
 	require.False(t, ok)
 }
 
-// TestChainJumpsTo loads a kube-proxy-like Service chain (a numgen verdict map to endpoint
-// chains) into a network namespace of its own and reads it back over netlink.
-func TestChainJumpsTo(t *testing.T) {
+// TestChainHolds loads kube-proxy-like Service chains (v1.37's DNAT through a numgen map of
+// address . port, and a jump to an endpoint chain) into a network namespace of its own and reads
+// them back over netlink.
+func TestChainHolds(t *testing.T) {
 	ns := fmt.Sprintf("bench-nl-%d", os.Getpid())
 	if out, err := exec.Command("ip", "netns", "add", ns).CombinedOutput(); err != nil {
 		t.Fatalf("ip netns add %s: %v: %s", ns, err, out)
 	}
 	t.Cleanup(func() { _ = exec.Command("ip", "netns", "del", ns).Run() })
 	rules := `add table ip kube-proxy
-add chain ip kube-proxy endpoint-A-bench/svc-00001/tcp/http__172.16.0.1/8080
-add chain ip kube-proxy endpoint-B-bench/svc-00001/tcp/http__172.31.0.12/8080
 add chain ip kube-proxy endpoint-C-bench/svc-00002/tcp/http__172.16.0.3/8080
 add chain ip kube-proxy service-X-bench/svc-00001/tcp/http
 add chain ip kube-proxy service-Y-bench/svc-00002/tcp/http
-add rule ip kube-proxy service-X-bench/svc-00001/tcp/http numgen random mod 2 vmap { 0 : goto endpoint-A-bench/svc-00001/tcp/http__172.16.0.1/8080, 1 : goto endpoint-B-bench/svc-00001/tcp/http__172.31.0.12/8080 }
+add rule ip kube-proxy service-X-bench/svc-00001/tcp/http meta l4proto tcp dnat ip to numgen random mod 2 map { 0 : 172.16.0.1 . 8080, 1 : 172.31.0.12 . 8080 }
 add rule ip kube-proxy service-Y-bench/svc-00002/tcp/http goto endpoint-C-bench/svc-00002/tcp/http__172.16.0.3/8080
 `
 	cmd := exec.Command("ip", "netns", "exec", ns, "nft", "-f", "-")
@@ -90,16 +90,17 @@ add rule ip kube-proxy service-Y-bench/svc-00002/tcp/http goto endpoint-C-bench/
 	if out, err := cmd.CombinedOutput(); err != nil {
 		t.Fatalf("nft -f: %v: %s", err, out)
 	}
-	check := func(chain, ip string) bool {
+	check := func(chain, ip string, port uint16) bool {
 		var ok bool
 		require.NoError(t, netutil.InNetNS("/var/run/netns/"+ns, func() (err error) {
-			ok, err = chainJumpsTo("kube-proxy", chain, ip)
+			ok, err = chainHolds("kube-proxy", chain, netip.MustParseAddr(ip), port)
 			return err
 		}))
 		return ok
 	}
-	require.True(t, check("service-X-bench/svc-00001/tcp/http", "172.31.0.12"), "through the verdict map")
-	require.False(t, check("service-X-bench/svc-00001/tcp/http", "172.31.0.1"), "172.31.0.12 is not 172.31.0.1")
-	require.False(t, check("service-X-bench/svc-00001/tcp/http", "172.16.0.3"), "another Service's endpoint")
-	require.True(t, check("service-Y-bench/svc-00002/tcp/http", "172.16.0.3"), "a direct goto")
+	require.True(t, check("service-X-bench/svc-00001/tcp/http", "172.31.0.12", 8080), "through the DNAT map")
+	require.False(t, check("service-X-bench/svc-00001/tcp/http", "172.31.0.12", 8081), "another port")
+	require.False(t, check("service-X-bench/svc-00001/tcp/http", "172.31.0.1", 8080), "another address")
+	require.False(t, check("service-X-bench/svc-00001/tcp/http", "172.16.0.3", 8080), "another Service's endpoint")
+	require.True(t, check("service-Y-bench/svc-00002/tcp/http", "172.16.0.3", 8080), "a jump to the endpoint's chain")
 }

@@ -110,7 +110,7 @@ run_bench_scale() {
   export BENCH_RESULTS=${BENCH_RESULTS:-$(pwd)/_output/bench-scale}
   echo "== bench-scale: ${sizes} Services x ${BENCH_ENDPOINTS:-10} endpoints, antrea-agent and kube-proxy (timeout ${minutes}m, results in ${BENCH_RESULTS}) =="
   bash hack/build-control-plane.sh
-  go test -count=1 -timeout "${minutes}m" -tags bench -run '^TestBenchScale$' ./test/bench/ -v
+  go test -count=1 -timeout "${minutes}m" -tags bench ./test/bench/ -v
 }
 case "$suite" in
   unit) run_unit ;;

@@ -53,7 +53,8 @@ fuzz:
 	@FUZZTIME=$(FUZZTIME) bash hack/test.sh fuzz
 
 # bench-scale: antrea-agent and kube-proxy side by side on one sandbox apiserver (test/bench,
-# docs/performance.md), BENCH_SERVICES (default 10000) × BENCH_ENDPOINTS (10), BENCH_CHANGES (50).
+# docs/performance.md), BENCH_SIZES (e.g. 1000,10000,30000) or BENCH_SERVICES (default 10000)
+# × BENCH_ENDPOINTS (10), BENCH_CHANGES (50); figures in BENCH_RESULTS (_output/bench-scale).
 bench-scale: setup
 	@bash hack/test.sh bench-scale
 

@@ -7,7 +7,7 @@
 #   all          unit, then integration (what `make test` and CI run)
 #   conformance  the differential suite against kube-proxy (test/conformance, docs/conformance.md):
 #                CONFORMANCE_SHAPES random Services (default 40) of CONFORMANCE_SEED (default 1)
-#   bench-scale  antrea-agent and kube-proxy side by side at BENCH_SERVICES Services (default 10000)
+#   bench-scale  antrea-agent and kube-proxy side by side at BENCH_SIZES (or BENCH_SERVICES) Services (default 10000)
 #                × BENCH_ENDPOINTS endpoints (default 10), BENCH_CHANGES changes (default 50);
 #                prints the table of docs/performance.md (test/bench, build tag bench)
 #   fuzz         every Go fuzz target (func FuzzXxx in a _test.go file) for FUZZTIME each
@@ -97,12 +97,20 @@ run_demo() {
   bash hack/build-control-plane.sh
   go test -count=1 -timeout 20m -tags demo -run '^TestDemo$' ./test/e2e/demo/
 }
-# run_bench_scale runs the side-by-side scale benchmark (test/bench); it asserts only that both
-# proxies programmed every Service and that every figure was measured.
+# run_bench_scale runs the side-by-side scale benchmark (test/bench) at BENCH_SIZES (e.g.
+# 1000,10000,30000; one fresh sandbox each) or BENCH_SERVICES Services; it asserts only that both
+# proxies programmed every Service and that every figure was measured. Every size's figures go to
+# BENCH_RESULTS (default _output/bench-scale), and the growth table covers every size found there.
+# The go test timeout grows with the sizes (kube-proxy's first sync is about quadratic).
 run_bench_scale() {
-  echo "== bench-scale: ${BENCH_SERVICES:-10000} Services x ${BENCH_ENDPOINTS:-10} endpoints, antrea-agent and kube-proxy =="
+  local sizes=${BENCH_SIZES:-${BENCH_SERVICES:-10000}} minutes=20 n
+  for n in ${sizes//,/ }; do
+    minutes=$(( minutes + 10 + n / 1000 + (n / 1000) * (n / 1000) / 20 ))
+  done
+  export BENCH_RESULTS=${BENCH_RESULTS:-$(pwd)/_output/bench-scale}
+  echo "== bench-scale: ${sizes} Services x ${BENCH_ENDPOINTS:-10} endpoints, antrea-agent and kube-proxy (timeout ${minutes}m, results in ${BENCH_RESULTS}) =="
   bash hack/build-control-plane.sh
-  go test -count=1 -timeout 60m -tags bench -run '^TestBenchScale$' ./test/bench/ -v
+  go test -count=1 -timeout "${minutes}m" -tags bench ./test/bench/ -v
 }
 case "$suite" in
   unit) run_unit ;;

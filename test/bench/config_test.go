@@ -7,27 +7,38 @@ import (
 	"fmt"
 	"os"
 	"strconv"
+	"strings"
 	"time"
 )
 
-// config is the size and shape of one run, read from the environment.
+// config is the sizes and shape of one benchmark run, read from the environment.
 type config struct {
-	// Services (BENCH_SERVICES) ClusterIP Services with Endpoints (BENCH_ENDPOINTS) ready
-	// endpoints each.
-	Services, Endpoints int
+	// Sizes are the Service counts to run, one fresh sandbox each, in order (BENCH_SIZES,
+	// comma-separated, or the one BENCH_SERVICES); every Service has Endpoints
+	// (BENCH_ENDPOINTS) ready endpoints.
+	Sizes     []int
+	Endpoints int
 	// Changes (BENCH_CHANGES) one-endpoint changes, one every Pace (BENCH_CHANGE_PACE) at most.
 	Changes int
 	Pace    time.Duration
 	// Idle (BENCH_IDLE) is the window of the idle-CPU measurement.
 	Idle time.Duration
+	// LoadQPS (BENCH_LOAD_QPS) is the loader's client rate limit and LoadWorkers
+	// (BENCH_LOAD_WORKERS) its parallel requests, shared by its two streams (Services and
+	// EndpointSlices).
+	LoadQPS, LoadWorkers int
+	// Results (BENCH_RESULTS), when set, is a directory where every size's figures are written
+	// (scale-<N>.json, scale-<N>.md) and read back: the growth table covers every size found
+	// there, also those of earlier runs.
+	Results string
 }
 
-// Defaults fills unset fields: 10k × 10, 50 changes every 1.5 s, 60 s idle window. The pace is
-// above both proxies' minimum sync interval (1 s), so that a change measures the pipeline, not
-// the rate limiter.
+// Defaults fills unset fields: 10k × 10, 50 changes every 1.5 s, 60 s idle window, a loader of
+// 64 workers at 2,000 requests/s. The pace is above both proxies' minimum sync interval (1 s),
+// so that a change measures the pipeline, not the rate limiter.
 func (c *config) Defaults() {
-	if c.Services == 0 {
-		c.Services = 10000
+	if len(c.Sizes) == 0 {
+		c.Sizes = []int{10000}
 	}
 	if c.Endpoints == 0 {
 		c.Endpoints = 10
@@ -41,19 +52,27 @@ func (c *config) Defaults() {
 	if c.Idle == 0 {
 		c.Idle = 60 * time.Second
 	}
+	if c.LoadQPS == 0 {
+		c.LoadQPS = 2000
+	}
+	if c.LoadWorkers == 0 {
+		c.LoadWorkers = 64
+	}
 }
 
 // Validate reports every problem of c.
 func (c *config) Validate() error {
 	var errs []error
-	if c.Services < 1 || c.Services > 60000 {
-		errs = append(errs, fmt.Errorf("BENCH_SERVICES=%d: want 1..60000 (the Service CIDR is a /16)", c.Services))
+	for _, n := range c.Sizes {
+		if n < 1 || n > 60000 {
+			errs = append(errs, fmt.Errorf("size %d Services: want 1..60000 (the Service CIDR is a /16)", n))
+		}
+		if n*c.Endpoints > 1<<20-2 {
+			errs = append(errs, fmt.Errorf("%d × %d endpoints: at most %d fit the endpoint range", n, c.Endpoints, 1<<20-2))
+		}
 	}
 	if c.Endpoints < 1 || c.Endpoints > 1000 {
 		errs = append(errs, fmt.Errorf("BENCH_ENDPOINTS=%d: want 1..1000 (one EndpointSlice per Service)", c.Endpoints))
-	}
-	if c.Services*c.Endpoints > 1<<20-2 {
-		errs = append(errs, fmt.Errorf("%d endpoints: at most %d fit the endpoint range", c.Services*c.Endpoints, 1<<20-2))
 	}
 	if c.Changes < 1 || c.Changes > 60000 {
 		errs = append(errs, fmt.Errorf("BENCH_CHANGES=%d: want 1..60000", c.Changes))
@@ -64,14 +83,42 @@ func (c *config) Validate() error {
 	if c.Idle < time.Second {
 		errs = append(errs, fmt.Errorf("BENCH_IDLE=%v: want >= 1s", c.Idle))
 	}
+	if c.LoadQPS < 1 {
+		errs = append(errs, fmt.Errorf("BENCH_LOAD_QPS=%d: want >= 1", c.LoadQPS))
+	}
+	if c.LoadWorkers < 2 {
+		errs = append(errs, fmt.Errorf("BENCH_LOAD_WORKERS=%d: want >= 2 (one per stream)", c.LoadWorkers))
+	}
 	return errors.Join(errs...)
+}
+
+// startTimeout bounds start → all Services programmed at n Services: kube-proxy's first sync
+// grew about quadratically (0.4 s at 1k, 47 s at 10k), so the bound does too.
+func startTimeout(n int) time.Duration {
+	k := float64(n) / 10000
+	return 3*time.Minute + time.Duration(n)*20*time.Millisecond + time.Duration(k*k*float64(90*time.Second))
 }
 
 // configFromEnv reads the BENCH_* variables, applies the defaults and validates.
 func configFromEnv() (config, error) {
 	var c config
 	var errs []error
-	ints := map[string]*int{"BENCH_SERVICES": &c.Services, "BENCH_ENDPOINTS": &c.Endpoints, "BENCH_CHANGES": &c.Changes}
+	sizes := os.Getenv("BENCH_SIZES")
+	if sizes == "" {
+		sizes = os.Getenv("BENCH_SERVICES")
+	}
+	for _, f := range strings.Split(sizes, ",") {
+		if f = strings.TrimSpace(f); f == "" {
+			continue
+		}
+		n, err := strconv.Atoi(f)
+		if err != nil {
+			errs = append(errs, fmt.Errorf("BENCH_SIZES/BENCH_SERVICES %q: %w", f, err))
+		}
+		c.Sizes = append(c.Sizes, n)
+	}
+	ints := map[string]*int{"BENCH_ENDPOINTS": &c.Endpoints, "BENCH_CHANGES": &c.Changes,
+		"BENCH_LOAD_QPS": &c.LoadQPS, "BENCH_LOAD_WORKERS": &c.LoadWorkers}
 	for k, p := range ints {
 		if v := os.Getenv(k); v != "" {
 			n, err := strconv.Atoi(v)
@@ -91,6 +138,7 @@ func configFromEnv() (config, error) {
 			*p = d
 		}
 	}
+	c.Results = os.Getenv("BENCH_RESULTS")
 	if len(errs) > 0 {
 		return c, errors.Join(errs...)
 	}

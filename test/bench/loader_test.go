@@ -38,10 +38,12 @@ type benchService struct {
 	Slice           *discoveryv1.EndpointSlice
 }
 
-// fastClient is a clientset for cfg allowing qps requests per second.
-func fastClient(cfg *rest.Config, qps float32) (*kubernetes.Clientset, error) {
+// fastClient is a protobuf clientset for cfg allowing qps requests per second (burst 2×qps).
+func fastClient(cfg *rest.Config, qps int) (*kubernetes.Clientset, error) {
 	c := rest.CopyConfig(cfg)
-	c.QPS, c.Burst = qps, int(2*qps)
+	c.QPS, c.Burst = float32(qps), 2*qps
+	c.ContentType = "application/vnd.kubernetes.protobuf"
+	c.AcceptContentTypes = "application/vnd.kubernetes.protobuf,application/json"
 	return kubernetes.NewForConfig(c)
 }
 
@@ -52,6 +54,9 @@ func addrAt(base netip.Addr, i int) netip.Addr {
 	v += uint32(i)
 	return netip.AddrFrom4([4]byte{byte(v >> 24), byte(v >> 16), byte(v >> 8), byte(v)})
 }
+
+// serviceName is Service i's name.
+func serviceName(i int) string { return fmt.Sprintf("svc-%05d", i) }
 
 // newSlice is Service i's EndpointSlice with k ready endpoints.
 func newSlice(name string, i, k int) *discoveryv1.EndpointSlice {
@@ -75,65 +80,150 @@ func newSlice(name string, i, k int) *discoveryv1.EndpointSlice {
 	}
 }
 
-// load creates the namespace, n selector-less ClusterIP Services and one EndpointSlice of k
-// ready endpoints for each, with workers parallel clients, printing progress every tenth.
-func load(ctx context.Context, cs kubernetes.Interface, n, k, workers int, progress func(string, ...any)) ([]benchService, error) {
-	ns := &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: benchNamespace}}
-	if _, err := cs.CoreV1().Namespaces().Create(ctx, ns, metav1.CreateOptions{}); err != nil {
-		return nil, fmt.Errorf("creating namespace %s: %w", benchNamespace, err)
-	}
-	out := make([]benchService, n)
-	var next, done atomic.Int64
-	var firstErr error
-	var mu sync.Mutex
-	start := time.Now()
-	var wg sync.WaitGroup
-	for w := 0; w < workers; w++ {
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			for {
-				i := int(next.Add(1) - 1)
-				if i >= n {
-					return
-				}
-				s, err := createOne(ctx, cs, i, k)
-				if err != nil {
-					mu.Lock()
-					if firstErr == nil {
-						firstErr = err
-					}
-					mu.Unlock()
-					next.Store(int64(n))
-					return
-				}
-				out[i] = s
-				if d := done.Add(1); d%int64(max(1, n/10)) == 0 {
-					progress("loader: %d/%d Services with %d endpoints each (%v)", d, n, k, time.Since(start).Round(time.Second))
-				}
-			}
-		}()
-	}
-	wg.Wait()
-	return out, firstErr
-}
-
-func createOne(ctx context.Context, cs kubernetes.Interface, i, k int) (benchService, error) {
-	name := fmt.Sprintf("svc-%05d", i)
-	svc := &corev1.Service{
+// newService is Service i: selector-less, ClusterIP, one TCP port.
+func newService(name string) *corev1.Service {
+	return &corev1.Service{
 		ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: benchNamespace},
 		Spec: corev1.ServiceSpec{
 			Type:  corev1.ServiceTypeClusterIP,
 			Ports: []corev1.ServicePort{{Name: "http", Port: servicePort, Protocol: corev1.ProtocolTCP}},
 		},
 	}
-	got, err := cs.CoreV1().Services(benchNamespace).Create(ctx, svc, metav1.CreateOptions{})
-	if err != nil {
-		return benchService{}, fmt.Errorf("creating Service %s: %w", name, err)
+}
+
+// loadStats is what the loader measured: its duration and, per tenth of the Services, the wall
+// time and the control plane's CPU time per Service (the growth of the apiserver's cost per
+// Service with the number already stored shows there).
+type loadStats struct {
+	Took   time.Duration
+	Tenths []loadTenth
+	// CPU is the control plane's CPU seconds over the whole load, by component.
+	CPU map[string]float64
+}
+
+// loadTenth is one tenth of the load.
+type loadTenth struct {
+	Services int
+	// WallMS and CPUMS are milliseconds per Service in this tenth (CPUMS: by component).
+	WallMS float64
+	CPUMS  map[string]float64
+}
+
+// load creates the namespace, n selector-less ClusterIP Services and one EndpointSlice of k
+// ready endpoints for each, in two parallel streams (Services, EndpointSlices: a slice does
+// not need its Service) of workers/2 clients each, printing progress every 10 s and recording
+// the cost of every tenth of the Services.
+func load(ctx context.Context, cs kubernetes.Interface, n, k, workers int, cp *cpuWatch, progress func(string, ...any)) ([]benchService, loadStats, error) {
+	ns := &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: benchNamespace}}
+	if _, err := cs.CoreV1().Namespaces().Create(ctx, ns, metav1.CreateOptions{}); err != nil {
+		return nil, loadStats{}, fmt.Errorf("creating namespace %s: %w", benchNamespace, err)
 	}
-	sl, err := cs.DiscoveryV1().EndpointSlices(benchNamespace).Create(ctx, newSlice(name, i, k), metav1.CreateOptions{})
-	if err != nil {
-		return benchService{}, fmt.Errorf("creating EndpointSlice of %s: %w", name, err)
+	out := make([]benchService, n)
+	var svcDone, sliceDone atomic.Int64
+	ctx, cancel := context.WithCancelCause(ctx)
+	defer cancel(nil)
+	start := time.Now()
+	stats := loadStats{}
+	cpu0 := cp.sample()
+	tenths := newTenthRecorder(n, start, cp)
+	var wg sync.WaitGroup
+	stream := func(what string, done *atomic.Int64, create func(i int) error) {
+		var next atomic.Int64
+		for w := 0; w < max(1, workers/2); w++ {
+			wg.Add(1)
+			go func() {
+				defer wg.Done()
+				for ctx.Err() == nil {
+					i := int(next.Add(1) - 1)
+					if i >= n {
+						return
+					}
+					if err := create(i); err != nil {
+						cancel(fmt.Errorf("creating %s %d: %w", what, i, err))
+						return
+					}
+					if d := done.Add(1); what == "Service" {
+						tenths.done(int(d))
+					}
+				}
+			}()
+		}
 	}
-	return benchService{Name: name, ClusterIP: got.Spec.ClusterIP, Slice: sl}, nil
+	stream("Service", &svcDone, func(i int) error {
+		got, err := cs.CoreV1().Services(benchNamespace).Create(ctx, newService(serviceName(i)), metav1.CreateOptions{})
+		if err == nil {
+			out[i].Name, out[i].ClusterIP = got.Name, got.Spec.ClusterIP
+		}
+		return err
+	})
+	stream("EndpointSlice", &sliceDone, func(i int) error {
+		sl, err := cs.DiscoveryV1().EndpointSlices(benchNamespace).Create(ctx, newSlice(serviceName(i), i, k), metav1.CreateOptions{})
+		if err == nil {
+			out[i].Slice = sl
+		}
+		return err
+	})
+	finished := make(chan struct{})
+	go func() { wg.Wait(); close(finished) }()
+	tick := time.NewTicker(10 * time.Second)
+	defer tick.Stop()
+	for running := true; running; {
+		select {
+		case <-finished:
+			running = false
+		case <-tick.C:
+			progress("loader: %d/%d Services, %d/%d EndpointSlices of %d endpoints (%v; control plane CPU so far: %s)",
+				svcDone.Load(), n, sliceDone.Load(), n, k, time.Since(start).Round(time.Second), formatCPU(cp.sample().since(cpu0)))
+		}
+	}
+	stats.Took = time.Since(start)
+	stats.Tenths = tenths.result()
+	stats.CPU = cp.sample().since(cpu0)
+	if err := context.Cause(ctx); err != nil && err != context.Canceled {
+		return out, stats, err
+	}
+	return out, stats, nil
+}
+
+// tenthRecorder samples the wall clock and the control plane's CPU each time another tenth of
+// the Services is created.
+type tenthRecorder struct {
+	mu      sync.Mutex
+	n       int
+	cp      *cpuWatch
+	last    time.Time
+	lastCPU cpuSample
+	lastN   int
+	out     []loadTenth
+}
+
+func newTenthRecorder(n int, start time.Time, cp *cpuWatch) *tenthRecorder {
+	return &tenthRecorder{n: n, cp: cp, last: start, lastCPU: cp.sample()}
+}
+
+// done records that d Services exist.
+func (r *tenthRecorder) done(d int) {
+	step := max(1, r.n/10)
+	if d%step != 0 && d != r.n {
+		return
+	}
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if d <= r.lastN {
+		return
+	}
+	now, cpu := time.Now(), r.cp.sample()
+	per := float64(d - r.lastN)
+	t := loadTenth{Services: d, WallMS: now.Sub(r.last).Seconds() * 1000 / per, CPUMS: map[string]float64{}}
+	for name, s := range cpu.since(r.lastCPU) {
+		t.CPUMS[name] = s * 1000 / per
+	}
+	r.out = append(r.out, t)
+	r.last, r.lastCPU, r.lastN = now, cpu, d
+}
+
+func (r *tenthRecorder) result() []loadTenth {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return append([]loadTenth(nil), r.out...)
 }

@@ -159,17 +159,3 @@ func quantile(xs []float64, q float64) float64 {
 	i := int(math.Ceil(q*float64(len(s)))) - 1
 	return s[max(0, min(i, len(s)-1))]
 }
-
-// gauge is the IPv4 (or only) value of gauge name in a text exposition, 0 when absent.
-func gauge(body []byte, name string) float64 {
-	for _, line := range strings.Split(string(body), "\n") {
-		f := strings.Fields(line)
-		if len(f) != 2 || strings.SplitN(f[0], "{", 2)[0] != name || strings.Contains(f[0], `ip_family="IPv6"`) {
-			continue
-		}
-		if v, err := strconv.ParseFloat(f[1], 64); err == nil {
-			return v
-		}
-	}
-	return 0
-}

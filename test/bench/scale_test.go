@@ -21,14 +21,17 @@ type result struct {
 	RSS                  float64
 	IdleCPU, OVSIdleCPU  float64 // seconds per minute
 	Partial, Programming histogram
-	WriteToRules         []float64 // seconds
-	Missed               int
+	// WriteToRules and TriggerToRules are, per change, the seconds from the update's
+	// acknowledgement and from its trigger-time annotation to the rules.
+	WriteToRules, TriggerToRules []float64
+	Missed                       int
 }
 
 // TestBenchScale runs antrea-agent and kube-proxy side by side on one apiserver holding
-// BENCH_SERVICES Services × BENCH_ENDPOINTS endpoints and prints the comparison (see
-// docs/performance.md). It asserts only that both programmed everything and that every
-// figure was measured.
+// BENCH_SIZES (or BENCH_SERVICES) Services × BENCH_ENDPOINTS endpoints, one fresh sandbox per
+// size, and prints the comparison of each size and, over several sizes (of this run and of
+// BENCH_RESULTS), the growth of every figure (see docs/performance.md). It asserts only that
+// both programmed everything and that every figure was measured.
 func TestBenchScale(t *testing.T) {
 	cfg, err := configFromEnv()
 	if err != nil {
@@ -36,26 +39,67 @@ func TestBenchScale(t *testing.T) {
 	}
 	began := time.Now()
 	progress := func(format string, args ...any) {
-		fmt.Printf("bench-scale [%6.1fs] %s\n", time.Since(began).Seconds(), fmt.Sprintf(format, args...))
+		fmt.Printf("bench-scale [%7.1fs] %s\n", time.Since(began).Seconds(), fmt.Sprintf(format, args...))
 	}
 	progress("config %+v, load %s", cfg, loadAvg())
+	var done []sizeResult
+	var reports strings.Builder
+	for _, n := range cfg.Sizes {
+		t.Run(fmt.Sprint(n), func(t *testing.T) {
+			sr := runSize(t, cfg, n, progress)
+			rep := formatReport(sr)
+			fmt.Print(rep)
+			reports.WriteString(rep)
+			done = append(done, sr)
+			if cfg.Results != "" {
+				if err := writeResult(cfg.Results, sr); err != nil {
+					t.Error(err)
+				}
+			}
+		})
+	}
+	all := done
+	if cfg.Results != "" {
+		earlier, err := readResults(cfg.Results)
+		if err != nil {
+			t.Error(err)
+		}
+		all = mergeResults(earlier, done)
+	}
+	growth := formatGrowth(mergeResults(nil, all))
+	fmt.Print(growth)
+	if out := os.Getenv("BENCH_OUT"); out != "" {
+		if err := os.WriteFile(out, []byte(reports.String()+growth), 0o644); err != nil {
+			t.Error(err)
+		}
+	}
+}
+
+// runSize measures one size on a fresh sandbox.
+func runSize(t *testing.T, cfg config, n int, progress func(string, ...any)) sizeResult {
+	progress("size %d: starting a sandbox", n)
 	sb := framework.StartSandbox(t, framework.SandboxOptions{
 		NodeProxies:  []framework.NodeProxy{framework.ProxyAntrea, framework.ProxyKubeProxy},
 		DeferProxies: true,
-		// kube-proxy's default minSyncPeriod, so that both pace their syncs alike.
-		Agent: framework.AgentOptions{MinSyncInterval: time.Second},
+		// Both sync at most once a second (kube-proxy's default minSyncPeriod) and resync
+		// every 30 s (the agent's sandbox default, kube-proxy's default syncPeriod).
+		Agent:     framework.AgentOptions{MinSyncInterval: time.Second},
+		KubeProxy: framework.KubeProxyOptions{MinSyncPeriod: time.Second, SyncPeriod: 30 * time.Second, StartTimeout: startTimeout(n)},
 	})
 	ctx := context.Background()
-	cs, err := fastClient(sb.CP.Config, 500)
+	cs, err := fastClient(sb.CP.Config, cfg.LoadQPS)
 	if err != nil {
 		t.Fatal(err)
 	}
-	t0 := time.Now()
-	svcs, err := load(ctx, cs, cfg.Services, cfg.Endpoints, 32, progress)
+	cp, err := watchControlPlane(sb.CP.Dir)
 	if err != nil {
 		t.Fatal(err)
 	}
-	progress("loaded %d Services × %d endpoints in %v", cfg.Services, cfg.Endpoints, time.Since(t0).Round(time.Millisecond))
+	svcs, ls, err := load(ctx, cs, n, cfg.Endpoints, cfg.LoadWorkers, cp, progress)
+	if err != nil {
+		t.Fatal(err)
+	}
+	progress("loaded %d Services × %d endpoints in %v (control plane CPU: %s)", n, cfg.Endpoints, ls.Took.Round(time.Millisecond), formatCPU(ls.CPU))
 
 	sides := []*side{antreaSide(sb.Nodes[0], cfg.Endpoints), kubeProxySide(sb.Nodes[1])}
 	res := []*result{{}, {}}
@@ -69,22 +113,19 @@ func TestBenchScale(t *testing.T) {
 		}
 	}
 	measureIdle(t, sides, res, cfg.Idle, progress)
-	measureChanges(t, ctx, cs, sides, res, svcs, cfg, progress)
+	// A change waits at worst behind one full sync of the slower proxy.
+	changeTimeout := 30*time.Second + 2*max(res[0].Programmed, res[1].Programmed)
+	measureChanges(t, ctx, cs, sides, res, svcs, cfg, changeTimeout, progress)
 	floor := measureFloor(t, sb.Nodes[0], progress)
-	rep := formatReport(cfg, res, floor, loadAvg())
-	fmt.Print(rep)
-	if out := os.Getenv("BENCH_OUT"); out != "" {
-		if err := os.WriteFile(out, []byte(rep), 0o644); err != nil {
-			t.Error(err)
-		}
-	}
 	checkMeasured(t, sides, res, floor)
+	return sizeResult{Services: n, Endpoints: cfg.Endpoints, When: time.Now().UTC(), LoadAvg: loadAvg(),
+		Load: ls, Floor: floor, Figures: figures(res, floor)}
 }
 
 // measureStart starts both proxies at once and polls each until it programmed every Service.
 func measureStart(t *testing.T, sb *framework.Sandbox, sides []*side, res []*result, svcs []benchService, progress func(string, ...any)) {
-	deadline := 3*time.Minute + time.Duration(len(svcs))*20*time.Millisecond
-	progress("starting both proxies")
+	deadline := startTimeout(len(svcs))
+	progress("starting both proxies (each must program every Service within %v)", deadline)
 	start := time.Now()
 	startErr := make(chan error, 1)
 	go func() { startErr <- sb.StartProxies() }()

@@ -5,8 +5,10 @@ package bench
 import (
 	"context"
 	"fmt"
+	"net/netip"
 	"regexp"
 	"strings"
+	"time"
 
 	"github.com/antrea-proxy/antrea-proxy/test/e2e/framework"
 )
@@ -24,8 +26,9 @@ type side struct {
 	programmed func(ctx context.Context, svcs []benchService) (bool, string)
 	// locator returns, for Service name, what observe needs to find its rules cheaply.
 	locators map[string]string
-	// observe reports whether ip is an endpoint of Service name's programmed rules.
-	observe func(name, ip string) (bool, error)
+	// observe reports whether ip is an endpoint of Service name's programmed rules, and the
+	// time it looked.
+	observe func(name, ip string) (at time.Time, ok bool, err error)
 }
 
 // metrics fetches the side's /metrics.
@@ -73,12 +76,12 @@ func antreaSide(n *framework.Node, k int) *side {
 		}
 		return true, ""
 	}
-	s.observe = func(name, ip string) (bool, error) {
+	s.observe = func(name, ip string) (time.Time, bool, error) {
 		out, err := n.OVS.Ofctl("dump-groups", framework.Bridge, s.locators[name])
 		if err != nil {
-			return false, err
+			return time.Time{}, false, err
 		}
-		return strings.Contains(out, regHex(ip)) || hasIP(out, ip), nil
+		return time.Now(), strings.Contains(out, regHex(ip)) || hasIP(out, ip), nil
 	}
 	return s
 }
@@ -95,18 +98,15 @@ func regHex(ip string) string {
 var kubeProxyServiceRE = regexp.MustCompile(`(\d+\.\d+\.\d+\.\d+) \. tcp \. 80 : goto (service-[^ ,\n}]+)`)
 
 // kubeProxySide is the kube-proxy node: programmed when its metrics show no pending change and
-// its ruleset maps every ClusterIP; a change is programmed when the Service's chain jumps to
-// the new endpoint's chain.
+// its ruleset maps every ClusterIP; a change is programmed when a netlink read of the Service's
+// chain (chainHolds) finds the new endpoint in it.
 func kubeProxySide(n *framework.Node) *side {
 	s := &side{Name: "kube-proxy", Node: n, Prefix: "kubeproxy_", locators: map[string]string{}}
 	s.programmed = func(ctx context.Context, svcs []benchService) (bool, string) {
-		body, err := s.metrics(ctx)
+		last, queued, err := n.KubeProxySyncs(ctx)
 		if err != nil {
 			return false, err.Error()
 		}
-		// The framework's KubeProxySyncs reads unlabelled series; v1.37 labels them by IP family.
-		last := gauge(body, "kubeproxy_sync_proxy_rules_last_timestamp_seconds")
-		queued := gauge(body, "kubeproxy_sync_proxy_rules_last_queued_timestamp_seconds")
 		if last == 0 || last < queued {
 			return false, fmt.Sprintf("last sync %.3f, last queued %.3f", last, queued)
 		}
@@ -127,12 +127,13 @@ func kubeProxySide(n *framework.Node) *side {
 		}
 		return true, ""
 	}
-	s.observe = func(name, ip string) (bool, error) {
-		out, err := n.NS.Exec("nft", "list", "chain", "ip", "kube-proxy", s.locators[name])
-		if err != nil {
-			return false, fmt.Errorf("%w: %s", err, out)
-		}
-		return hasIP(out, ip), nil
+	s.observe = func(name, ip string) (time.Time, bool, error) {
+		var ok bool
+		err := n.NS.Do(func() (err error) {
+			ok, err = chainHolds("kube-proxy", s.locators[name], netip.MustParseAddr(ip), endpointPort)
+			return err
+		})
+		return time.Now(), ok, err
 	}
 	return s
 }

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"time"
 
@@ -54,13 +55,43 @@ func grantKubeProxyRBAC(ctx context.Context, cs kubernetes.Interface) error {
 	return nil
 }
 
-// kubeProxyConfig is the node's KubeProxyConfiguration. Only what the sandbox needs differs
-// from kube-proxy's defaults: the mode, the kubeconfig, the Node name, the cluster CIDR (the
-// default "local traffic" detection) and the addresses it serves on. nodePortAddresses is left
-// to its default (the node's primary IPs in nftables mode). The conntrack limits are set to
-// leave the kernel's values alone: nf_conntrack_max and its hash size are global to the
-// machine, not the node's namespace, and the test must not change the host.
-func (n *Node) kubeProxyConfig(kubeconfig string) ([]byte, error) {
+// KubeProxyOptions configure the kube-proxy nodes (SandboxOptions.KubeProxy).
+type KubeProxyOptions struct {
+	// SyncPeriod is nftables.syncPeriod, how often kube-proxy resyncs; 0 means 30s (the
+	// agents' FullSyncPeriod).
+	SyncPeriod time.Duration
+	// MinSyncPeriod is nftables.minSyncPeriod, the least time between two syncs; 0 means
+	// 200ms (the agents' default MinSyncInterval), so that both kinds program a change in
+	// about the same time.
+	MinSyncPeriod time.Duration
+	// StartTimeout bounds kube-proxy's start until /healthz reports its first sync; 0 means 2
+	// minutes. Tens of thousands of Services (test/bench) take minutes for that first sync.
+	StartTimeout time.Duration
+}
+
+// Defaults fills the unset fields.
+func (o *KubeProxyOptions) Defaults() {
+	if o.SyncPeriod == 0 {
+		o.SyncPeriod = 30 * time.Second
+	}
+	if o.MinSyncPeriod == 0 {
+		o.MinSyncPeriod = 200 * time.Millisecond
+	}
+	if o.StartTimeout == 0 {
+		o.StartTimeout = 2 * time.Minute
+	}
+}
+
+// kubeProxyConfig is the node's KubeProxyConfiguration (kubeproxy.config.k8s.io/v1alpha1, where
+// the sync periods are per mode: nftables.syncPeriod and nftables.minSyncPeriod). Only what the
+// sandbox needs differs from kube-proxy's defaults: the mode, the kubeconfig, the Node name, the
+// cluster CIDR (the default "local traffic" detection), the addresses it serves on and the sync
+// periods (opts). nodePortAddresses is left to its default (the node's primary IPs in nftables
+// mode). The conntrack limits are set to leave the kernel's values alone: nf_conntrack_max and
+// its hash size are global to the machine, not the node's namespace, and the test must not
+// change the host.
+func (n *Node) kubeProxyConfig(kubeconfig string, opts KubeProxyOptions) ([]byte, error) {
+	opts.Defaults()
 	zero := "0s"
 	cfg := map[string]any{
 		"apiVersion":       "kubeproxy.config.k8s.io/v1alpha1",
@@ -77,12 +108,29 @@ func (n *Node) kubeProxyConfig(kubeconfig string) ([]byte, error) {
 			"maxPerCore": 0, "min": 0,
 			"tcpEstablishedTimeout": zero, "tcpCloseWaitTimeout": zero,
 		},
-		// Resync as the agents do (FullSyncPeriod) and sync changes quickly (their
-		// MinSyncInterval), so that both kinds program a change in about the same time.
-		"syncPeriod":    "30s",
-		"minSyncPeriod": "200ms",
+		"nftables": map[string]any{
+			"syncPeriod":    opts.SyncPeriod.String(),
+			"minSyncPeriod": opts.MinSyncPeriod.String(),
+		},
 	}
 	return json.MarshalIndent(cfg, "", "  ")
+}
+
+// kubeProxyLenientMarkers are what kube-proxy logs when its configuration file does not decode
+// strictly (an unknown or duplicate field): it then falls back to lenient decoding and silently
+// ignores the field.
+var kubeProxyLenientMarkers = []string{"strict decoding", "unknown field"}
+
+// checkKubeProxyLog fails when kube-proxy's log shows that it ignored part of its configuration.
+func checkKubeProxyLog(log []byte) error {
+	for _, line := range strings.Split(string(log), "\n") {
+		for _, m := range kubeProxyLenientMarkers {
+			if strings.Contains(line, m) {
+				return fmt.Errorf("kube-proxy did not accept its whole configuration: %s", strings.TrimSpace(line))
+			}
+		}
+	}
+	return nil
 }
 
 // startKubeProxy writes the node's kubeconfig (as KubeProxyUser) and KubeProxyConfiguration and
@@ -96,7 +144,7 @@ func (n *Node) startKubeProxy() error {
 	if err := WriteKubeconfig(n.Kubeconfig, "https://"+nodeAPIServerAddr, n.s.CP.CA.CertPEM, kp); err != nil {
 		return err
 	}
-	b, err := n.kubeProxyConfig(n.Kubeconfig)
+	b, err := n.kubeProxyConfig(n.Kubeconfig, n.s.kubeProxy)
 	if err != nil {
 		return err
 	}
@@ -111,13 +159,22 @@ func (n *Node) startKubeProxy() error {
 	}
 	n.agent = p
 	what := fmt.Sprintf("kube-proxy on %s to report healthy on %s (log %s)", n.Name, kubeProxyHealthz, p.LogPath)
-	return waitReady(p, 2*time.Minute, what, func(ctx context.Context) (bool, string) {
+	opts := n.s.kubeProxy
+	opts.Defaults()
+	if err := waitReady(p, opts.StartTimeout, what, func(ctx context.Context) (bool, string) {
 		code, body, err := n.NS.HTTPStatus(ctx, "http://"+kubeProxyHealthz+"/healthz")
 		if err != nil {
 			return false, err.Error()
 		}
 		return code == 200, fmt.Sprintf("HTTP %d: %s", code, body)
-	})
+	}); err != nil {
+		return err
+	}
+	// The configuration is decoded before anything else, so its warning is in the log by now.
+	if err := checkKubeProxyLog(p.logTail(4 << 20)); err != nil {
+		return fmt.Errorf("node %s (%s, log %s): %w", n.Name, n.ConfPath, p.LogPath, err)
+	}
+	return nil
 }
 
 // KubeProxyRuleset is the node's nftables table "ip kube-proxy" (what kube-proxy programmed for
@@ -132,29 +189,66 @@ func (n *Node) KubeProxyRuleset() (string, error) {
 
 // KubeProxySyncs returns kube-proxy's metric values of the last successful sync and the last
 // time a change was queued (seconds since the epoch): when the first is not before the second,
-// every change kube-proxy has seen is programmed.
+// every change kube-proxy has seen is programmed. kube-proxy labels both series by IP family;
+// of several families the pair returned is the one furthest behind.
 func (n *Node) KubeProxySyncs(ctx context.Context) (lastSync, lastQueued float64, err error) {
 	body, err := n.NS.HTTPGet(ctx, "http://"+kubeProxyMetrics+"/metrics")
 	if err != nil {
 		return 0, 0, err
 	}
-	for _, line := range strings.Split(string(body), "\n") {
-		f := strings.Fields(line)
-		if len(f) != 2 {
-			continue
-		}
-		var v float64
-		if _, err := fmt.Sscan(f[1], &v); err != nil {
-			continue
-		}
-		switch f[0] {
-		case "kubeproxy_sync_proxy_rules_last_timestamp_seconds":
-			lastSync = v
-		case "kubeproxy_sync_proxy_rules_last_queued_timestamp_seconds":
-			lastQueued = v
-		}
+	lastSync, lastQueued, ok := kubeProxySyncsFrom(body)
+	if !ok {
+		return 0, 0, fmt.Errorf("node %s: kube-proxy's metrics have no %s series", n.Name, kubeProxyLastSync)
 	}
 	return lastSync, lastQueued, nil
+}
+
+// The gauges KubeProxySyncs reads.
+const (
+	kubeProxyLastSync   = "kubeproxy_sync_proxy_rules_last_timestamp_seconds"
+	kubeProxyLastQueued = "kubeproxy_sync_proxy_rules_last_queued_timestamp_seconds"
+)
+
+// kubeProxySyncsFrom reads the last-sync and last-queued gauges of a metrics exposition, per
+// label set (ip_family="IPv4", or none), and returns the pair of the label set with the least
+// lastSync - lastQueued; ok is false when there is no last-sync series.
+func kubeProxySyncsFrom(body []byte) (lastSync, lastQueued float64, ok bool) {
+	type pair struct{ sync, queued float64 }
+	byLabels := map[string]*pair{}
+	for _, line := range strings.Split(string(body), "\n") {
+		if line == "" || line[0] == '#' {
+			continue
+		}
+		f := strings.Fields(line)
+		if len(f) < 2 {
+			continue
+		}
+		name, labels, _ := strings.Cut(f[0], "{")
+		if name != kubeProxyLastSync && name != kubeProxyLastQueued {
+			continue
+		}
+		v, err := strconv.ParseFloat(f[1], 64)
+		if err != nil {
+			continue
+		}
+		p := byLabels[labels]
+		if p == nil {
+			p = &pair{}
+			byLabels[labels] = p
+		}
+		if name == kubeProxyLastSync {
+			p.sync, ok = v, true
+		} else {
+			p.queued = v
+		}
+	}
+	first := true
+	for _, p := range byLabels {
+		if first || p.sync-p.queued < lastSync-lastQueued {
+			lastSync, lastQueued, first = p.sync, p.queued, false
+		}
+	}
+	return lastSync, lastQueued, ok
 }
 
 // startKubeProxies routes the pod networks between the nodes, grants kube-proxy its role and

@@ -43,6 +43,8 @@ type SandboxOptions struct {
 	// DeferProxies makes StartSandbox start no proxy and no kubelet: the caller starts the
 	// proxies with StartProxies, e.g. all at the same moment after it created its objects.
 	DeferProxies bool
+	// KubeProxy configures the kube-proxy nodes.
+	KubeProxy KubeProxyOptions
 }
 
 // Sandbox is a whole cluster on one machine: the control plane, an underlay with an external
@@ -65,6 +67,8 @@ type Sandbox struct {
 	procs []*process
 	lbSeq int
 	agent AgentOptions
+	// kubeProxy is SandboxOptions.KubeProxy.
+	kubeProxy KubeProxyOptions
 	// dualStack is SandboxOptions.DualStack.
 	dualStack bool
 	// proxy is SandboxOptions.Proxy.
@@ -104,7 +108,7 @@ func StartSandbox(t testing.TB, opts SandboxOptions) *Sandbox {
 	if opts.Proxy == ProxyKubeProxy && opts.DualStack {
 		t.Fatal("the kube-proxy node kind is IPv4 only")
 	}
-	s := &Sandbox{ID: id, NSPrefix: "e2e" + id + "-", Dir: dir, agent: opts.Agent, dualStack: opts.DualStack, proxy: opts.Proxy, nodeProxies: opts.NodeProxies}
+	s := &Sandbox{ID: id, NSPrefix: "e2e" + id + "-", Dir: dir, agent: opts.Agent, kubeProxy: opts.KubeProxy, dualStack: opts.DualStack, proxy: opts.Proxy, nodeProxies: opts.NodeProxies}
 	if opts.DualStack {
 		opts.ControlPlane.DualStack = true
 	}

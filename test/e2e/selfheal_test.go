@@ -26,7 +26,7 @@ const (
 	// traffic must be back (the issue's target is 2 s; the measured value is logged).
 	vswitchdRecoveryLimit = 5 * time.Second
 	// delFlowsHealLimit is how soon after `ovs-ofctl del-flows` the traffic must be back: the
-	// agent's periodic check runs every 5 s.
+	// agent's periodic check runs every second (pkg/healer.DefaultCheckInterval).
 	delFlowsHealLimit = 15 * time.Second
 	// ovsdbRecoveryLimit is how soon after a restarted ovsdb-server accepts connections no new
 	// connection may fail any more. ovs-vswitchd 3.1's userspace datapath handles no upcall while

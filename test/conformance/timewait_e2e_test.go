@@ -5,7 +5,6 @@ package conformance
 import (
 	"bufio"
 	"context"
-	"errors"
 	"fmt"
 	"net"
 	"regexp"
@@ -83,23 +82,17 @@ func TestClosedConnectionOutlivesTimeWait(t *testing.T) {
 				port, first = p, reply
 				return err == nil && strings.HasPrefix(reply, name+" "), fmt.Sprintf("%q %v", reply, err), nil
 			})
-			// The echo server closed first: it holds the connection in TIME_WAIT, and so must
-			// every conntrack on the way, at least as long.
+			// The side that closed first (usually the echo server, which closes after its
+			// answer) holds the connection in TIME_WAIT; every conntrack on the way must
+			// remember it at least as long.
 			vip, _, _ := net.SplitHostPort(vips[0])
 			checkClosedTimeout(t, n1, fmt.Sprintf("src=%s,dst=%s,sport=%d,", client.Status.PodIP, vip, port))
 			if name == "remote" {
 				checkClosedTimeout(t, n2, fmt.Sprintf("src=%s,dst=%s,sport=%d,", client.Status.PodIP, b.Status.PodIP, port))
 			}
-			// The client's side of the first connection is gone once the server acknowledged its
-			// FIN; until then the port is in use.
-			var second string
-			var secondErr error
-			framework.WaitFor(t, 30*time.Second, "the client port to be free again", func(context.Context) (bool, string, error) {
-				second, _, secondErr = tcpEchoFrom(clientNS, port, vips[1])
-				return !errors.Is(secondErr, syscall.EADDRINUSE), fmt.Sprint(secondErr), nil
-			})
-			if secondErr != nil {
-				t.Fatalf("from port %d to %s after the same port's closed connection to %s: %v", port, vips[1], vips[0], secondErr)
+			second, _, err := tcpEchoFrom(clientNS, port, vips[1])
+			if err != nil {
+				t.Fatalf("from port %d to %s after the same port's closed connection to %s: %v", port, vips[1], vips[0], err)
 			}
 			if !strings.HasPrefix(second, name+" ") || second == first {
 				t.Fatalf("from port %d: the backend saw %q through %s and then %q through %s, want %s twice, from two ports", port, first, vips[0], second, vips[1], name)
@@ -142,12 +135,14 @@ func checkClosedTimeout(t *testing.T, node *framework.Node, orig string) {
 }
 
 // tcpEchoFrom connects from the client's TCP port (0: any) to addr, reads the echo line and
-// closes, and returns the line and the port used.
+// closes, and returns the line and the port used. The socket has SO_REUSEADDR, so that the port
+// can be bound again while the client's side of an earlier connection from it is in TIME_WAIT
+// (the client may send its FIN before the server's arrives).
 func tcpEchoFrom(ns *framework.NetNS, port int, addr string) (string, int, error) {
 	var c net.Conn
 	if err := ns.Do(func() error {
 		var err error
-		d := net.Dialer{LocalAddr: &net.TCPAddr{Port: port}, Timeout: clashAnswerWait}
+		d := net.Dialer{LocalAddr: &net.TCPAddr{Port: port}, Timeout: clashAnswerWait, Control: reuseAddr}
 		c, err = d.Dial("tcp", addr)
 		return err
 	}); err != nil {
@@ -158,4 +153,15 @@ func tcpEchoFrom(ns *framework.NetNS, port int, addr string) (string, int, error
 	_ = c.SetDeadline(time.Now().Add(clashAnswerWait))
 	line, err := bufio.NewReader(c).ReadString('\n')
 	return strings.TrimSpace(line), used, err
+}
+
+// reuseAddr sets SO_REUSEADDR on a socket before it is bound.
+func reuseAddr(_, _ string, rc syscall.RawConn) error {
+	var serr error
+	if err := rc.Control(func(fd uintptr) {
+		serr = syscall.SetsockoptInt(int(fd), syscall.SOL_SOCKET, syscall.SO_REUSEADDR, 1)
+	}); err != nil {
+		return err
+	}
+	return serr
 }

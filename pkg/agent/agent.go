@@ -50,6 +50,12 @@ func Setup(ctx context.Context, cfg *config.AgentConfig, events proxy.EventSink)
 		db.Close()
 		return nil, err
 	}
+	if cfg.OVSDatapathType == config.DatapathNetdev {
+		if err := db.EnsureZoneTimeouts(ctx, userspaceZoneTimeouts()); err != nil {
+			db.Close()
+			return nil, err
+		}
+	}
 	klog.InfoS("Bridge ready", "bridge", cfg.OVSBridge, "datapathType", cfg.OVSDatapathType)
 	of, nativeOF := newFlowBridge(cfg)
 	opts, err := proxyOptions(ctx, cfg, db)

@@ -130,7 +130,19 @@ func BaseFlows(n NodeConfig) []of.Flow {
 	}
 	for _, f := range n.families() {
 		flows = append(flows,
-			of.Flow{Table: TableSNATConntrackZone, Priority: PriorityNormal, Cookie: c, Match: of.Match{EthType: f.ethType},
+			// The SNAT zone un-SNATs replies only. Its entries are keyed by a connection's DNATed
+			// tuple (client -> endpoint), which a connection straight to the endpoint from the
+			// same address and port also has: e.g. another node whose masquerade picked the same
+			// port for one connection to this node's NodePort and one to the endpoint. ct(nat)
+			// would SNAT that second connection as the first one, whose replies the endpoint's
+			// answers then join. So the zone is looked up without nat first, and nat applied
+			// only to replies; later original-direction packets of SNATed connections are
+			// SNATed again after their DNAT (ConntrackState, PrioritySNATLookup).
+			of.Flow{Table: TableSNATConntrackZone, Priority: PriorityNormal, Cookie: c,
+				Match:   of.Match{EthType: f.ethType, CtState: &of.CtState{Unset: of.CtTrk}},
+				Actions: []of.Action{of.CT{Zone: f.snatZone, Table: TableSNATConntrackZone, HasTable: true}}},
+			of.Flow{Table: TableSNATConntrackZone, Priority: PriorityHigh, Cookie: c,
+				Match:   of.Match{EthType: f.ethType, CtState: &of.CtState{Set: of.CtTrk | of.CtRpl}},
 				Actions: []of.Action{of.CT{Zone: f.snatZone, Table: TableConntrackZone, HasTable: true, NAT: &of.NAT{Kind: of.NATReply}}}},
 			of.Flow{Table: TableConntrackZone, Priority: PriorityNormal, Cookie: c, Match: of.Match{EthType: f.ethType},
 				Actions: []of.Action{of.CT{Zone: f.serviceZone, Table: TableConntrackState, HasTable: true, NAT: &of.NAT{Kind: of.NATReply}}}},

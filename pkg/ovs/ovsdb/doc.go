@@ -1,7 +1,9 @@
 // Package ovsdb manages the Open vSwitch configuration database (the Open_vSwitch schema) for
 // antrea-proxy: it creates the bridges the proxy programs with OpenFlow, attaches internal,
-// system and patch ports to them and learns their OpenFlow port numbers, and keeps small bits of
-// proxy state (such as the flow "round number") in a bridge's external_ids.
+// system and patch ports to them and learns their OpenFlow port numbers, keeps small bits of
+// proxy state (such as the flow "round number") in a bridge's external_ids, and sets conntrack
+// zone timeout policies (EnsureZoneTimeouts; those tables are read straight from the server,
+// not from the cache).
 //
 // Client talks OVSDB through github.com/ovn-org/libovsdb using the models generated into the
 // vswitchd subpackage. It monitors the Open_vSwitch, Bridge, Port and Interface tables, so reads

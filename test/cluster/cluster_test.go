@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"net/netip"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"strconv"
 	"strings"
@@ -44,6 +45,7 @@ func TestRealCluster(t *testing.T) {
 	t.Logf("chart up in %v", time.Since(start).Round(time.Second))
 	checkInstallCNI(t, c)
 	c.WaitNodesReady(t)
+	checkHostReachesKubernetes(t, c)
 
 	c.CreateWorkloads(t)
 	c.WaitDeploymentAvailable(t, DemoNamespace, "echo", 3*time.Minute)
@@ -117,6 +119,25 @@ func (c *Cluster) WaitNodesReady(t testing.TB) {
 		}
 		return ready == len(c.Nodes), strings.Join(msgs, "; "), nil
 	})
+}
+
+// checkHostReachesKubernetes connects from every node's host network to the kubernetes Service's
+// ClusterIP. No kube-proxy runs: the agents came up through kubeAPIServerOverride, and the
+// ClusterIP answers only because antrea-agent (proxyAll) routes the host's Service traffic into
+// OVS, which DNATs it to kube-apiserver.
+func checkHostReachesKubernetes(t *testing.T, c *Cluster) {
+	dial := fmt.Sprintf("exec 3<>/dev/tcp/%s/443", c.KubernetesIP)
+	for _, n := range c.Nodes {
+		framework.WaitFor(t, time.Minute, "node "+n.Name+"'s host network to reach the kubernetes Service "+c.KubernetesIP.String(),
+			func(ctx context.Context) (bool, string, error) {
+				out, err := exec.CommandContext(ctx, "ip", "netns", "exec", n.Name, "timeout", "3", "bash", "-c", dial).CombinedOutput()
+				if err != nil {
+					return false, fmt.Sprintf("%v: %s", err, out), nil
+				}
+				return true, "", nil
+			})
+	}
+	t.Logf("every node's host network reaches the kubernetes Service %s:443 through antrea-agent", c.KubernetesIP)
 }
 
 func checkInstallCNI(t *testing.T, c *Cluster) {

@@ -66,8 +66,9 @@ func TestRealCluster(t *testing.T) {
 	}
 
 	// A long-lived connection to the ClusterIP, opened before the upgrade.
+	startCapture(t, c)
 	stream := c.StartStream(t, DemoNamespace, "client", "bash", "-c", keepAliveScript, "keepalive", svc.Spec.ClusterIP, strconv.Itoa(echoHTTPPort))
-	ka := &keepAlive{s: stream}
+	ka := &keepAlive{s: stream, onFail: func() { dumpConntrack(t, c) }}
 	ka.wait(t, 3)
 
 	before := agentUIDs(t, c)
@@ -94,6 +95,14 @@ func TestRealCluster(t *testing.T) {
 	probeUntilAnswer(t, c, vip, 80)
 	ka.wait(t, 2)
 	t.Logf("the long-lived connection still answers after the upgrade back; longest wait between two answers %v", ka.maxGap.Round(time.Millisecond))
+
+	rolls := extraRolls(t)
+	for i := 1; i <= rolls; i++ {
+		ka.maxGap = 0
+		rollAgents(t, c, i)
+		ka.wait(t, 2)
+		t.Logf("roll %d/%d: the long-lived connection survived; longest wait between two answers %v", i, rolls, ka.maxGap.Round(time.Millisecond))
+	}
 }
 
 // WaitNodesReady waits for every Node's Ready condition (the CNI conflist is installed).
@@ -318,19 +327,31 @@ type keepAlive struct {
 	backend string
 	last    time.Time
 	maxGap  time.Duration
+	// onFail, if set, runs before a failure is reported (diagnostics).
+	onFail func()
+}
+
+// fatalf runs onFail and fails the test.
+func (k *keepAlive) fatalf(t *testing.T, format string, args ...any) {
+	t.Helper()
+	t.Logf("keep-alive failure at %s", time.Now().UTC().Format(time.RFC3339Nano))
+	if k.onFail != nil {
+		k.onFail()
+	}
+	t.Fatalf(format, args...)
 }
 
 // check consumes one line.
 func (k *keepAlive) check(t *testing.T, l StreamLine) {
 	f := strings.Fields(l.Text)
 	if len(f) < 3 || f[0] != "ok" {
-		t.Fatalf("the long-lived connection failed: %q", l.Text)
+		k.fatalf(t, "the long-lived connection failed: %q", l.Text)
 	}
 	if k.backend == "" {
 		k.backend = f[2]
 	}
 	if f[2] != k.backend {
-		t.Fatalf("the long-lived connection now reaches %s, not %s: %q", f[2], k.backend, l.Text)
+		k.fatalf(t, "the long-lived connection now reaches %s, not %s: %q", f[2], k.backend, l.Text)
 	}
 	if !k.last.IsZero() && l.At.Sub(k.last) > k.maxGap {
 		k.maxGap = l.At.Sub(k.last)
@@ -345,7 +366,7 @@ func (k *keepAlive) wait(t *testing.T, n int) {
 		select {
 		case l, ok := <-k.s.Lines:
 			if !ok {
-				t.Fatalf("the long-lived connection ended: %v", <-k.s.Done)
+				k.fatalf(t, "the long-lived connection ended: %v", <-k.s.Done)
 			}
 			k.check(t, l)
 		default:
@@ -357,11 +378,11 @@ func (k *keepAlive) wait(t *testing.T, n int) {
 		select {
 		case l, ok := <-k.s.Lines:
 			if !ok {
-				t.Fatalf("the long-lived connection ended: %v", <-k.s.Done)
+				k.fatalf(t, "the long-lived connection ended: %v", <-k.s.Done)
 			}
 			k.check(t, l)
 		case <-deadline:
-			t.Fatalf("no answer on the long-lived connection for 3 minutes")
+			k.fatalf(t, "no answer on the long-lived connection for 3 minutes")
 		}
 	}
 }

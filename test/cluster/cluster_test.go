@@ -37,7 +37,9 @@ func nodeCount(t *testing.T) int {
 // TestRealCluster installs the chart on real nodes and checks the data path, the LoadBalancer
 // provider and the proxyLoadBalancerIPs option end to end (issue 16).
 func TestRealCluster(t *testing.T) {
+	checkKeepAliveOneWrite(t)
 	c := Start(t, nodeCount(t))
+	dumpAgentGoroutinesOnFailure(t, c)
 	start := time.Now()
 	c.Helm(t, append([]string{"install", "antrea-proxy", c.ChartPath(), "--namespace", Namespace}, c.InstallArgs()...)...)
 	c.WaitAgentsRolled(t, 5*time.Minute)

@@ -3,8 +3,12 @@
 package cluster
 
 import (
+	"bufio"
 	"context"
 	"fmt"
+	"net/http"
+	"net/http/httptest"
+	"net/url"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -98,4 +102,103 @@ func grepLines(s, sub string) string {
 		}
 	}
 	return b.String()
+}
+
+// TestKeepAliveScriptOneWrite needs no cluster: go test -tags cluster -run TestKeepAliveScriptOneWrite
+// ./test/cluster/. TestRealCluster runs the same check first.
+func TestKeepAliveScriptOneWrite(t *testing.T) { checkKeepAliveOneWrite(t) }
+
+// checkKeepAliveOneWrite runs keepAliveScript on this host against a local HTTP server under
+// strace and checks that every request leaves in one write(2): a request written line by line
+// can be split across a roll's data-path gap, and the echo server closes a connection whose
+// request headers take more than 5 s (its ReadHeaderTimeout), which the test would report as a
+// data-path failure.
+func checkKeepAliveOneWrite(t *testing.T) {
+	const req = "GET / HTTP/1.1\r\nHost: echo\r\n\r\n"
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		_, _ = w.Write([]byte("local " + r.RemoteAddr + "\n"))
+	}))
+	defer srv.Close()
+	u, err := url.Parse(srv.URL)
+	if err != nil {
+		t.Fatal(err)
+	}
+	trace := filepath.Join(t.TempDir(), "strace")
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	cmd := exec.CommandContext(ctx, "strace", "-f", "-e", "trace=write", "-s", "256", "-o", trace,
+		"bash", "-c", keepAliveScript, "keepalive", u.Hostname(), u.Port())
+	out, err := cmd.StdoutPipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := cmd.Start(); err != nil {
+		t.Fatalf("strace (hack/cluster.sh installs it): %v", err)
+	}
+	sc := bufio.NewScanner(out)
+	for answers := 0; answers < 3; answers++ {
+		if !sc.Scan() || !strings.HasPrefix(sc.Text(), "ok ") {
+			t.Fatalf("keepAliveScript against a local server: %q, %v", sc.Text(), sc.Err())
+		}
+	}
+	_ = cmd.Process.Kill()
+	_ = cmd.Wait()
+	b, err := os.ReadFile(trace)
+	if err != nil {
+		t.Fatal(err)
+	}
+	quoted := strconv.Quote(req)
+	requests := 0
+	for _, l := range strings.Split(string(b), "\n") {
+		if !strings.Contains(l, "write(") || !strings.Contains(l, "GET") && !strings.Contains(l, "Host:") && !strings.Contains(l, `"\r\n"`) {
+			continue
+		}
+		if !strings.Contains(l, quoted+", 30)") {
+			t.Fatalf("keepAliveScript wrote part of a request: %s (want every request in one write of %s)", l, quoted)
+		}
+		requests++
+	}
+	if requests < 3 {
+		t.Fatalf("strace saw %d request writes of keepAliveScript, want at least 3:\n%s", requests, b)
+	}
+}
+
+// dumpAgentGoroutinesOnFailure makes every agent print its goroutines into its log (SIGQUIT,
+// which also ends it) when the test has failed, before the logs are saved: an agent that stopped
+// making progress then shows where.
+func dumpAgentGoroutinesOnFailure(t *testing.T, c *Cluster) {
+	t.Cleanup(func() {
+		if !t.Failed() {
+			return
+		}
+		pods, err := c.CP.Client.CoreV1().Pods(Namespace).List(context.Background(), metav1.ListOptions{LabelSelector: "app.kubernetes.io/component=antrea-agent"})
+		if err != nil {
+			t.Logf("listing agent Pods for a goroutine dump: %v", err)
+			return
+		}
+		for _, p := range pods.Items {
+			if _, err := c.Exec(Namespace, p.Name, "antrea-agent", "sh", "-c", "kill -QUIT 1"); err != nil {
+				t.Logf("goroutine dump of %s: %v", p.Name, err)
+			}
+		}
+		// The kubelet's log files get the dump within a moment; give them that long.
+		deadline := time.Now().Add(5 * time.Second)
+		for time.Now().Before(deadline) {
+			done := true
+			for _, n := range c.Nodes {
+				logs, _ := filepath.Glob(filepath.Join(n.Dir, "fs", "var", "log", "pods", Namespace+"_antrea-agent-*", "antrea-agent", "*.log"))
+				found := false
+				for _, l := range logs {
+					if b, err := os.ReadFile(l); err == nil && strings.Contains(string(b), "goroutine ") {
+						found = true
+					}
+				}
+				done = done && found
+			}
+			if done {
+				break
+			}
+			time.Sleep(200 * time.Millisecond)
+		}
+	})
 }

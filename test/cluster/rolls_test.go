@@ -12,6 +12,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"regexp"
 	"strconv"
 	"strings"
 	"syscall"
@@ -201,4 +202,47 @@ func dumpAgentGoroutinesOnFailure(t *testing.T, c *Cluster) {
 			time.Sleep(200 * time.Millisecond)
 		}
 	})
+}
+
+// ctOrig is the original-direction tuple of an `ovs-appctl dpctl/dump-conntrack` line.
+var ctOrig = regexp.MustCompile(`orig=\(src=([^,]+),dst=([^,]+),sport=(\d+),dport=(\d+)\),reply=\(src=[^,]+,dst=[^,]+,sport=\d+,dport=(\d+)\)`)
+
+// endpointFirstPickup looks in the OVS conntrack of the client's node for the trace of the
+// netdev datapath's limit (docs/getting-started.md, "Upgrades with the userspace datapath"):
+// after ovs-vswitchd restarted with an empty connection tracker, a packet of the endpoint
+// (endpoint:port -> client:cport) reached it before the client's, and was committed as a
+// connection of its own, not DNATed; the client's next packet was then DNATed with its source
+// port moved, since the reply tuple was taken. It returns the two entries, for a client
+// source port not in seen, and that port.
+func endpointFirstPickup(t *testing.T, c *Cluster, clientIP, clusterIP string, port int, seen map[string]bool) (string, string, bool) {
+	pod := c.AgentPod(t, c.Nodes[0].Name)
+	out, err := c.Exec(Namespace, pod.Name, "antrea-ovs", "ovs-appctl", "dpctl/dump-conntrack", "-m")
+	if err != nil {
+		t.Logf("dump-conntrack on %s: %v", c.Nodes[0].Name, err)
+		return "", "", false
+	}
+	return findEndpointFirstPickup(out, clientIP, clusterIP, port, seen)
+}
+
+// findEndpointFirstPickup is endpointFirstPickup on a conntrack dump.
+func findEndpointFirstPickup(dump, clientIP, clusterIP string, port int, seen map[string]bool) (string, string, bool) {
+	p := strconv.Itoa(port)
+	lines := strings.Split(dump, "\n")
+	for _, dnat := range lines {
+		m := ctOrig.FindStringSubmatch(dnat)
+		if m == nil || m[1] != clientIP || m[2] != clusterIP || m[4] != p || !strings.Contains(dnat, "mark=1") || seen[m[3]] {
+			continue
+		}
+		cport := m[3]
+		if m[5] == cport {
+			continue // the DNAT kept the client's port: no clash
+		}
+		for _, rev := range lines {
+			r := ctOrig.FindStringSubmatch(rev)
+			if r != nil && r[2] == clientIP && r[3] == p && r[4] == cport && !strings.Contains(rev, "mark=") {
+				return dnat + "\n" + rev, cport, true
+			}
+		}
+	}
+	return "", "", false
 }

@@ -93,8 +93,8 @@ func TestRealCluster(t *testing.T) {
 		waitNoVIPFlows(t, c, n.Name, vip)
 	}
 	ka.wait(t, 3)
-	t.Logf("the long-lived connection to %s (backend %s) kept working through the agents' roll; longest wait between two answers %v",
-		svc.Spec.ClusterIP, ka.backend, ka.maxGap.Round(time.Millisecond))
+	t.Logf("the long-lived connection to %s (backend %s) answers after the agents' roll; longest wait between two answers %v; lost to the netdev limit: %d",
+		svc.Spec.ClusterIP, ka.backend, ka.maxGap.Round(time.Millisecond), ka.losses)
 
 	before = agentUIDs(t, c)
 	c.Helm(t, "upgrade", "antrea-proxy", c.ChartPath(), "--namespace", Namespace, "--reuse-values", "--set", "antreaProxy.proxyLoadBalancerIPs=true")
@@ -105,7 +105,8 @@ func TestRealCluster(t *testing.T) {
 	}
 	probeUntilAnswer(t, c, vip, 80)
 	ka.wait(t, 2)
-	t.Logf("the long-lived connection still answers after the upgrade back; longest wait between two answers %v", ka.maxGap.Round(time.Millisecond))
+	t.Logf("the long-lived connection still answers after the upgrade back; longest wait between two answers %v; lost to the netdev limit so far: %d",
+		ka.maxGap.Round(time.Millisecond), ka.losses)
 
 	rolls := extraRolls(t)
 	for i := 1; i <= rolls; i++ {

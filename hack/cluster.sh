@@ -7,8 +7,9 @@
 #   hack/cluster.sh down      stop the demo cluster
 #   hack/cluster.sh cleanup   remove everything a cluster left behind (also run on failure/interrupt)
 #
-# It installs containerd, runc and containernetworking-plugins from Debian if missing, and builds
-# kubectl (test/cluster/kubectl) and helm into _output/bin. Only one cluster runs at a time. The
+# It installs containerd, runc, containernetworking-plugins and strace (the keep-alive client's
+# check) from Debian if missing, and builds kubectl (test/cluster/kubectl) and helm into
+# _output/bin. Only one cluster runs at a time. The
 # kubelets set a few host-wide sysctls (kernel.panic, vm.overcommit_memory, ...); test and down
 # put the values from before the cluster back.
 set -euo pipefail
@@ -56,7 +57,7 @@ cleanup() {
 
 prepare() {
   local need=() c
-  for c in containerd:containerd runc:runc nsenter:util-linux; do
+  for c in containerd:containerd runc:runc nsenter:util-linux strace:strace; do
     command -v "${c%%:*}" >/dev/null 2>&1 || need+=("${c#*:}")
   done
   [ -x /usr/lib/cni/loopback ] || need+=(containernetworking-plugins)

@@ -46,7 +46,7 @@ func run(args []string) error {
 	if *kubeconfig != "" {
 		cfg.Kubeconfig = *kubeconfig
 	}
-	rc, err := k8sclient.RESTConfig(cfg.Kubeconfig)
+	rc, err := k8sclient.Build(k8sclient.Options{Kubeconfig: cfg.Kubeconfig, APIServerOverride: cfg.KubeAPIServerOverride})
 	if err != nil {
 		return err
 	}

@@ -103,7 +103,7 @@ func run(args []string) error {
 		}
 		cfg.BindAddress = o.bindAddress
 	}
-	rc, err := k8sclient.RESTConfig(cfg.Kubeconfig)
+	rc, err := k8sclient.Build(k8sclient.Options{Kubeconfig: cfg.Kubeconfig, APIServerOverride: cfg.KubeAPIServerOverride})
 	if err != nil {
 		return err
 	}

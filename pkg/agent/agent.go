@@ -212,6 +212,11 @@ func Run(ctx context.Context, cfg *config.AgentConfig, client kubernetes.Interfa
 	// its Node, Service and EndpointSlice informers, whose caches keep only what the agent reads.
 	factory := newInformerFactory(client)
 	defer factory.Shutdown()
+	// Shutdown waits for the informers, which stop with ctx: cancel it first (defers run in
+	// reverse), or an error return (the data path failed to start) would block here for ever,
+	// with the error unreported and the process alive.
+	ctx, cancel := context.WithCancel(ctx)
+	defer cancel()
 	if err := startDataPath(ctx, c, factory); err != nil {
 		return fmt.Errorf("starting the node data path: %w", err)
 	}

@@ -51,6 +51,11 @@ const leaderElectionJitter = 1.2
 type ControllerConfig struct {
 	// Kubeconfig is the path of a kubeconfig file; "" means in-cluster config.
 	Kubeconfig string `json:"kubeconfig,omitempty"`
+	// KubeAPIServerOverride, when set, is the kube-apiserver to talk to instead of the server of
+	// the kubeconfig or of the in-cluster configuration (the kubernetes Service's ClusterIP):
+	// "https://host:port", or host or host:port (https). Needed where no kube-proxy runs,
+	// since the ClusterIP works only once an agent programmed it. Default "".
+	KubeAPIServerOverride string `json:"kubeAPIServerOverride,omitempty"`
 	// LoadBalancerClass is the spec.loadBalancerClass this controller
 	// handles, besides Services without a class. Default "antrea-proxy.io/lb".
 	LoadBalancerClass string `json:"loadBalancerClass,omitempty"`
@@ -351,6 +356,9 @@ func validateLoadBalancerClass(path, class string) error {
 // every problem at once (errors.Join of *FieldError), or nil.
 func (c *ControllerConfig) Validate() error {
 	var errs []error
+	if err := validateAPIServerOverride(c.KubeAPIServerOverride); err != nil {
+		errs = append(errs, err)
+	}
 	if err := validateLoadBalancerClass("loadBalancerClass", c.LoadBalancerClass); err != nil {
 		errs = append(errs, err)
 	}

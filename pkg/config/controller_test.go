@@ -129,6 +129,7 @@ ipPools:
 
 func TestParseControllerValidationErrors(t *testing.T) {
 	in := `
+kubeAPIServerOverride: "10.0.0.1:port"
 loadBalancerClass: nodomain
 bindAddress: localhost:10351
 leaderElection:
@@ -151,6 +152,7 @@ ipPools:
 `
 	_, err := ParseController([]byte(in))
 	require.Equal(t, []string{
+		`kubeAPIServerOverride: "10.0.0.1:port" is not a host, host:port or URL: parse "https://10.0.0.1:port": invalid port ":port" after host`,
 		`loadBalancerClass: "nodomain" must be prefixed with a domain, e.g. "antrea-proxy.io/lb"`,
 		`bindAddress: "localhost:10351" is not an IP:port`,
 		`leaderElection.leaseNamespace: "Bad_NS" is not a valid namespace: a lowercase RFC 1123 label must consist of lower case alphanumeric characters or '-', and must start and end with an alphanumeric character (e.g. 'my-name',  or '123-abc', regex used for validation is '[a-z0-9]([-a-z0-9]*[a-z0-9])?')`,

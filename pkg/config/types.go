@@ -47,6 +47,11 @@ const (
 type AgentConfig struct {
 	// Kubeconfig is the path of a kubeconfig file; "" means in-cluster config.
 	Kubeconfig string `json:"kubeconfig,omitempty"`
+	// KubeAPIServerOverride, when set, is the kube-apiserver to talk to instead of the server of
+	// the kubeconfig or of the in-cluster configuration (the kubernetes Service's ClusterIP):
+	// "https://host:port", or host or host:port (https). Needed where no kube-proxy runs,
+	// since the ClusterIP works only once an agent programmed it. Default "".
+	KubeAPIServerOverride string `json:"kubeAPIServerOverride,omitempty"`
 	// NodeName is the Kubernetes Node this agent runs on. Default: the
 	// NODE_NAME environment variable, else the lower-cased host name.
 	NodeName string `json:"nodeName,omitempty"`

@@ -52,6 +52,7 @@ func (c *AgentConfig) Validate() error {
 	} else if msgs := validation.IsDNS1123Subdomain(c.NodeName); len(msgs) > 0 {
 		add(fieldErr("nodeName", "%q is not a valid Node name: %s", c.NodeName, strings.Join(msgs, "; ")))
 	}
+	add(validateAPIServerOverride(c.KubeAPIServerOverride))
 	add(validateIfName("ovsBridge", c.OVSBridge))
 	switch c.OVSDatapathType {
 	case DatapathSystem, DatapathNetdev:

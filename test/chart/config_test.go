@@ -52,6 +52,7 @@ func defaultAgentConfig() *config.AgentConfig {
 
 // everyOptionValues sets every antreaProxy option (and the OVS ones) to a non-default value.
 const everyOptionValues = `
+kubeAPIServerOverride: "https://192.168.77.10:6443"
 antreaProxy:
   enable: false
   proxyAll: true
@@ -84,7 +85,8 @@ func TestAgentConfParsesStrictly(t *testing.T) {
 	noLBIPs := defaultAgentConfig()
 	noLBIPs.AntreaProxy.ProxyLoadBalancerIPs = ptr(false)
 	every := &config.AgentConfig{
-		NodeName: "node-a", OVSBridge: "br-test", OVSDatapathType: "netdev", OVSRunDir: "/var/run/openvswitch",
+		KubeAPIServerOverride: "https://192.168.77.10:6443",
+		NodeName:              "node-a", OVSBridge: "br-test", OVSDatapathType: "netdev", OVSRunDir: "/var/run/openvswitch",
 		OVSOpenFlowBackend: "ofctl", HostGateway: "gw-test", APISocket: "/var/run/antrea/antrea-agent.sock",
 		APITCPAddress: "127.0.0.1:10444", APITokenFile: "/var/run/antrea-api/token",
 		AntreaProxy: config.AntreaProxyConfig{
@@ -134,6 +136,10 @@ func TestTyposFail(t *testing.T) {
 	t.Run("MistypedValue", func(t *testing.T) {
 		_, err := h.Template("", "--set-string", "antreaProxy.proxyLoadBalancerIPs=flase")
 		require.ErrorContains(t, err, "/antreaProxy/proxyLoadBalancerIPs")
+	})
+	t.Run("APIServerOverrideWithPath", func(t *testing.T) {
+		_, err := h.Template("", "--set", "kubeAPIServerOverride=https://10.0.0.1:6443/api")
+		require.ErrorContains(t, err, "/kubeAPIServerOverride")
 	})
 	t.Run("MisspeltEnumValue", func(t *testing.T) {
 		_, err := h.Template("", "--set", "ovs.datapathType=sytem")
@@ -189,6 +195,12 @@ func TestControllerConfParsesStrictly(t *testing.T) {
 		if diff := cmp.Diff(want, got); diff != "" {
 			t.Errorf("antrea-controller.conf loads as (-want +got):\n%s", diff)
 		}
+	})
+	t.Run("KubeAPIServerOverride", func(t *testing.T) {
+		conf := dataKey(t, render(t, h, "--set", "kubeAPIServerOverride=10.0.0.1:6443").configMap(t), "antrea-controller.conf")
+		got, err := config.ParseController([]byte(conf))
+		require.NoError(t, err, "antrea-controller.conf:\n%s", conf)
+		require.Equal(t, "10.0.0.1:6443", got.KubeAPIServerOverride)
 	})
 	t.Run("PoolsWithSelectorAndProxyMode", func(t *testing.T) {
 		values := filepath.Join(t.TempDir(), "pools.yaml")

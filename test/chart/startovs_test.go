@@ -16,7 +16,7 @@ import (
 
 // TestStartOVSIntegration runs build/images/scripts/start-ovs, the antrea-ovs container's entry
 // point, in a private network namespace with temporary directories: both daemons come up and
-// answer its --check (the liveness probe), the database it created serves ovs-vsctl and holds
+// answer its --wait (the postStart hook) and --check (the liveness probe), the database it created serves ovs-vsctl and holds
 // other_config:flow-restore-wait=true (the agent clears it after replaying its flows), and SIGTERM
 // stops both daemons and exits 0.
 func TestStartOVSIntegration(t *testing.T) {
@@ -50,9 +50,11 @@ func TestStartOVSIntegration(t *testing.T) {
 		_, err := ns.Exec(append(append([]string{"env"}, env...), "sh", script, "--check")...)
 		return err
 	}
-	require.Eventually(t, func() bool { return check() == nil }, 20*time.Second, 100*time.Millisecond,
-		"start-ovs --check never succeeded")
-	out, err := ns.Exec("ovs-vsctl", "--db=unix:"+filepath.Join(run, "db.sock"), "--timeout=5", "get", "Open_vSwitch", ".", "external_ids:system-id")
+	// The postStart hook: it returns once both daemons answer.
+	out, err := ns.Exec(append(append([]string{"env"}, env...), "sh", script, "--wait", "30")...)
+	require.NoError(t, err, "start-ovs --wait 30: %s", out)
+	require.NoError(t, check(), "start-ovs --wait returned before the daemons answered")
+	out, err = ns.Exec("ovs-vsctl", "--db=unix:"+filepath.Join(run, "db.sock"), "--timeout=5", "get", "Open_vSwitch", ".", "external_ids:system-id")
 	require.NoError(t, err, out)
 	require.Regexp(t, `^"?[0-9a-f-]{36}"?\s*$`, out, "start-ovs sets a system-id")
 	out, err = ns.Exec("ovs-vsctl", "--db=unix:"+filepath.Join(run, "db.sock"), "--timeout=5", "get", "Open_vSwitch", ".", "other_config:flow-restore-wait")
@@ -68,4 +70,6 @@ func TestStartOVSIntegration(t *testing.T) {
 		t.Fatal("start-ovs did not exit on SIGTERM")
 	}
 	require.Error(t, check(), "the daemons still answer after start-ovs stopped them")
+	_, err = ns.Exec(append(append([]string{"env"}, env...), "sh", script, "--wait", "1")...)
+	require.Error(t, err, "start-ovs --wait 1 succeeded with no daemon running")
 }

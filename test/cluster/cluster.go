@@ -31,6 +31,12 @@ type Cluster struct {
 	Root, Dir string
 	// Kubeconfig is the admin kubeconfig, with the underlay address of kube-apiserver.
 	Kubeconfig string
+	// APIServer is kube-apiserver's underlay URL, which the chart is told to use
+	// (kubeAPIServerOverride): no kube-proxy runs, so the kubernetes Service's ClusterIP works only
+	// once antrea-agent has programmed it.
+	APIServer string
+	// KubernetesIP is the ClusterIP of the kubernetes Service.
+	KubernetesIP netip.Addr
 	// Images maps an image's name (antrea-agent, pause, ...) to its reference.
 	Images map[string]string
 
@@ -76,21 +82,17 @@ func Start(t testing.TB, n int) *Cluster {
 	})
 	c.CP = cp
 	port := cp.APIServerURL[strings.LastIndex(cp.APIServerURL, ":")+1:]
-	apiPort, _ := strconv.Atoi(port)
 	underlayURL := "https://" + net.JoinHostPort(hostIP.String(), port)
 	c.Kubeconfig = filepath.Join(c.Dir, "kubeconfig")
 	if err := c.writeKubeconfig(c.Kubeconfig, underlayURL, "kubernetes-admin", "system:masters"); err != nil {
 		t.Fatal(err)
 	}
 	c.startScheduler(t)
-	kubeAPI := c.kubernetesClusterIP(t)
+	c.APIServer, c.KubernetesIP = underlayURL, c.kubernetesClusterIP(t)
 	for i := 0; i < n; i++ {
 		node := &Node{Name: fmt.Sprintf("%snode%d", namePrefix, i+1), IP: nodeIP(i)}
 		node.Dir = filepath.Join(c.Dir, node.Name)
 		if err := createNodeNetNS(node.Name, node.IP); err != nil {
-			t.Fatal(err)
-		}
-		if err := apiServerDNAT(node.Name, kubeAPI, apiPort); err != nil {
 			t.Fatal(err)
 		}
 		cfg := nodeConfig{apiServer: underlayURL, caFile: cp.CAFile, pauseImage: c.Images["pause"]}

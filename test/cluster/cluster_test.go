@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"net/netip"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"strconv"
 	"strings"
@@ -36,7 +37,9 @@ func nodeCount(t *testing.T) int {
 // TestRealCluster installs the chart on real nodes and checks the data path, the LoadBalancer
 // provider and the proxyLoadBalancerIPs option end to end (issue 16).
 func TestRealCluster(t *testing.T) {
+	checkKeepAliveOneWrite(t)
 	c := Start(t, nodeCount(t))
+	dumpAgentGoroutinesOnFailure(t, c)
 	start := time.Now()
 	c.Helm(t, append([]string{"install", "antrea-proxy", c.ChartPath(), "--namespace", Namespace}, c.InstallArgs()...)...)
 	c.WaitAgentsRolled(t, 5*time.Minute)
@@ -44,6 +47,7 @@ func TestRealCluster(t *testing.T) {
 	t.Logf("chart up in %v", time.Since(start).Round(time.Second))
 	checkInstallCNI(t, c)
 	c.WaitNodesReady(t)
+	checkHostReachesKubernetes(t, c)
 
 	c.CreateWorkloads(t)
 	c.WaitDeploymentAvailable(t, DemoNamespace, "echo", 3*time.Minute)
@@ -64,8 +68,18 @@ func TestRealCluster(t *testing.T) {
 	}
 
 	// A long-lived connection to the ClusterIP, opened before the upgrade.
-	stream := c.StartStream(t, DemoNamespace, "client", "bash", "-c", keepAliveScript, "keepalive", svc.Spec.ClusterIP, strconv.Itoa(echoHTTPPort))
-	ka := &keepAlive{s: stream}
+	startCapture(t, c)
+	open := func() *Stream {
+		return c.StartStream(t, DemoNamespace, "client", "bash", "-c", keepAliveScript, "keepalive", svc.Spec.ClusterIP, strconv.Itoa(echoHTTPPort))
+	}
+	clientIP := podIP(t, c, DemoNamespace, "client")
+	lostPorts := map[string]bool{}
+	ka := &keepAlive{s: open(), onFail: func() { dumpConntrack(t, c) }, reopen: open,
+		limit: func() (string, bool) {
+			evidence, cport, ok := endpointFirstPickup(t, c, clientIP, svc.Spec.ClusterIP, echoHTTPPort, lostPorts)
+			lostPorts[cport] = ok
+			return evidence, ok
+		}}
 	ka.wait(t, 3)
 
 	before := agentUIDs(t, c)
@@ -79,8 +93,8 @@ func TestRealCluster(t *testing.T) {
 		waitNoVIPFlows(t, c, n.Name, vip)
 	}
 	ka.wait(t, 3)
-	t.Logf("the long-lived connection to %s (backend %s) kept working through the agents' roll; longest wait between two answers %v",
-		svc.Spec.ClusterIP, ka.backend, ka.maxGap.Round(time.Millisecond))
+	t.Logf("the long-lived connection to %s (backend %s) answers after the agents' roll; longest wait between two answers %v; lost to the netdev limit: %d",
+		svc.Spec.ClusterIP, ka.backend, ka.maxGap.Round(time.Millisecond), ka.losses)
 
 	before = agentUIDs(t, c)
 	c.Helm(t, "upgrade", "antrea-proxy", c.ChartPath(), "--namespace", Namespace, "--reuse-values", "--set", "antreaProxy.proxyLoadBalancerIPs=true")
@@ -91,7 +105,26 @@ func TestRealCluster(t *testing.T) {
 	}
 	probeUntilAnswer(t, c, vip, 80)
 	ka.wait(t, 2)
-	t.Logf("the long-lived connection still answers after the upgrade back; longest wait between two answers %v", ka.maxGap.Round(time.Millisecond))
+	t.Logf("the long-lived connection still answers after the upgrade back; longest wait between two answers %v; lost to the netdev limit so far: %d",
+		ka.maxGap.Round(time.Millisecond), ka.losses)
+
+	rolls := extraRolls(t)
+	for i := 1; i <= rolls; i++ {
+		ka.maxGap = 0
+		rollAgents(t, c, i)
+		ka.wait(t, 2)
+		t.Logf("roll %d/%d: longest wait between two answers %v; connections lost to the netdev limit so far: %d", i, rolls, ka.maxGap.Round(time.Millisecond), ka.losses)
+	}
+	t.Logf("%d agent rolls; long-lived connections lost to the netdev datapath's limit: %d", rolls+2, ka.losses)
+}
+
+// podIP returns a Pod's IP.
+func podIP(t *testing.T, c *Cluster, ns, name string) string {
+	p, err := c.CP.Client.CoreV1().Pods(ns).Get(context.Background(), name, metav1.GetOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return p.Status.PodIP
 }
 
 // WaitNodesReady waits for every Node's Ready condition (the CNI conflist is installed).
@@ -117,6 +150,25 @@ func (c *Cluster) WaitNodesReady(t testing.TB) {
 		}
 		return ready == len(c.Nodes), strings.Join(msgs, "; "), nil
 	})
+}
+
+// checkHostReachesKubernetes connects from every node's host network to the kubernetes Service's
+// ClusterIP. No kube-proxy runs: the agents came up through kubeAPIServerOverride, and the
+// ClusterIP answers only because antrea-agent (proxyAll) routes the host's Service traffic into
+// OVS, which DNATs it to kube-apiserver.
+func checkHostReachesKubernetes(t *testing.T, c *Cluster) {
+	dial := fmt.Sprintf("exec 3<>/dev/tcp/%s/443", c.KubernetesIP)
+	for _, n := range c.Nodes {
+		framework.WaitFor(t, time.Minute, "node "+n.Name+"'s host network to reach the kubernetes Service "+c.KubernetesIP.String(),
+			func(ctx context.Context) (bool, string, error) {
+				out, err := exec.CommandContext(ctx, "ip", "netns", "exec", n.Name, "timeout", "3", "bash", "-c", dial).CombinedOutput()
+				if err != nil {
+					return false, fmt.Sprintf("%v: %s", err, out), nil
+				}
+				return true, "", nil
+			})
+	}
+	t.Logf("every node's host network reaches the kubernetes Service %s:443 through antrea-agent", c.KubernetesIP)
 }
 
 func checkInstallCNI(t *testing.T, c *Cluster) {
@@ -297,24 +349,53 @@ type keepAlive struct {
 	backend string
 	last    time.Time
 	maxGap  time.Duration
+	// onFail, if set, runs before a failure is reported (diagnostics).
+	onFail func()
+	// limit, if set, tells whether a lost connection is the documented limit of the netdev
+	// datapath, with the evidence; reopen then opens the next connection. losses counts them.
+	limit  func() (string, bool)
+	reopen func() *Stream
+	losses int
 }
 
-// check consumes one line.
-func (k *keepAlive) check(t *testing.T, l StreamLine) {
+// fatalf runs onFail and fails the test.
+func (k *keepAlive) fatalf(t *testing.T, format string, args ...any) {
+	t.Helper()
+	t.Logf("keep-alive failure at %s", time.Now().UTC().Format(time.RFC3339Nano))
+	if k.onFail != nil {
+		k.onFail()
+	}
+	t.Fatalf(format, args...)
+}
+
+// check consumes one line and reports whether it was an answer. A connection lost to the netdev
+// datapath's limit is replaced by a new one; any other failure fails the test.
+func (k *keepAlive) check(t *testing.T, l StreamLine) bool {
 	f := strings.Fields(l.Text)
+	if len(f) > 0 && f[0] == "fail" && k.limit != nil {
+		if evidence, ok := k.limit(); ok {
+			k.losses++
+			t.Logf("the long-lived connection was lost (%q) to the userspace datapath's limit (docs/getting-started.md): "+
+				"the endpoint's packet reached the restarted ovs-vswitchd before the client's; OVS conntrack of the client's node:\n%s\nopening another one",
+				l.Text, evidence)
+			k.s, k.backend, k.last = k.reopen(), "", time.Time{}
+			return false
+		}
+	}
 	if len(f) < 3 || f[0] != "ok" {
-		t.Fatalf("the long-lived connection failed: %q", l.Text)
+		k.fatalf(t, "the long-lived connection failed: %q", l.Text)
 	}
 	if k.backend == "" {
 		k.backend = f[2]
 	}
 	if f[2] != k.backend {
-		t.Fatalf("the long-lived connection now reaches %s, not %s: %q", f[2], k.backend, l.Text)
+		k.fatalf(t, "the long-lived connection now reaches %s, not %s: %q", f[2], k.backend, l.Text)
 	}
 	if !k.last.IsZero() && l.At.Sub(k.last) > k.maxGap {
 		k.maxGap = l.At.Sub(k.last)
 	}
 	k.last = l.At
+	return true
 }
 
 // wait checks every line received so far, then waits for n answers more, so that those were sent
@@ -324,7 +405,7 @@ func (k *keepAlive) wait(t *testing.T, n int) {
 		select {
 		case l, ok := <-k.s.Lines:
 			if !ok {
-				t.Fatalf("the long-lived connection ended: %v", <-k.s.Done)
+				k.fatalf(t, "the long-lived connection ended: %v", <-k.s.Done)
 			}
 			k.check(t, l)
 		default:
@@ -332,15 +413,17 @@ func (k *keepAlive) wait(t *testing.T, n int) {
 		}
 	}
 	deadline := time.After(3 * time.Minute)
-	for got := 0; got < n; got++ {
+	for got := 0; got < n; {
 		select {
 		case l, ok := <-k.s.Lines:
 			if !ok {
-				t.Fatalf("the long-lived connection ended: %v", <-k.s.Done)
+				k.fatalf(t, "the long-lived connection ended: %v", <-k.s.Done)
 			}
-			k.check(t, l)
+			if k.check(t, l) {
+				got++
+			}
 		case <-deadline:
-			t.Fatalf("no answer on the long-lived connection for 3 minutes")
+			k.fatalf(t, "no answer on the long-lived connection for 3 minutes")
 		}
 	}
 }

@@ -56,14 +56,17 @@ func (c *Cluster) Helm(t testing.TB, args ...string) {
 	t.Logf("helm %s:\n%s", strings.Join(args, " "), tail(out, 8))
 }
 
-// InstallArgs are the only values the cluster overrides: the local image references and the
-// userspace datapath.
+// InstallArgs are the only values the cluster overrides: the local image references, the
+// userspace datapath, and what replacing kube-proxy takes (no kube-proxy runs on the nodes):
+// proxyAll, and the apiserver's own address for the agents and the controller.
 func (c *Cluster) InstallArgs() []string {
 	repo := func(name string) string { return c.Images[name][:strings.LastIndex(c.Images[name], ":")] }
 	return []string{
 		"--set", "image.agent.repository=" + repo("antrea-agent"),
 		"--set", "image.controller.repository=" + repo("antrea-controller"),
 		"--set", "ovs.datapathType=netdev",
+		"--set", "antreaProxy.proxyAll=true",
+		"--set", "kubeAPIServerOverride=" + c.APIServer,
 	}
 }
 

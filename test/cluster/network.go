@@ -84,22 +84,3 @@ func createNodeNetNS(ns string, ip netip.Addr) error {
 		[]string{"ip", "netns", "exec", ns, "sysctl", "-qw", "net.ipv4.ip_forward=1"},
 	)
 }
-
-// apiServerDNAT makes the node's host network reach kube-apiserver through the kubernetes
-// Service's ClusterIP, as kube-proxy does on a node where antrea-agent runs with proxyAll=false:
-// the chart's hostNetwork agents use the in-cluster configuration (KUBERNETES_SERVICE_HOST).
-func apiServerDNAT(ns string, clusterIP netip.Addr, apiPort int) error {
-	rules := fmt.Sprintf(`table ip apc-kube-api {
-	chain output {
-		type nat hook output priority -100; policy accept;
-		ip daddr %s tcp dport 443 dnat to %s:%d
-	}
-}
-`, clusterIP, hostIP, apiPort)
-	cmd := exec.Command("ip", "netns", "exec", ns, "nft", "-f", "-")
-	cmd.Stdin = strings.NewReader(rules)
-	if out, err := cmd.CombinedOutput(); err != nil {
-		return fmt.Errorf("node %s: nft: %w: %s", ns, err, out)
-	}
-	return nil
-}

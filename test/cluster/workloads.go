@@ -108,10 +108,16 @@ func (c *Cluster) Probe(ip string, port int) (string, error) {
 
 // keepAliveScript keeps one HTTP connection to $1:$2 open and sends a request on it every
 // second, printing "ok <n> <reply>" per answer; it prints "fail ..." and exits when one is missing.
+// Each request is one write, hence one TCP segment (coreutils printf through env: its output
+// to a socket is fully buffered and written at exit). bash's builtin printf may write it line by
+// line, and with Nagle the second line waits for the ACK of the first, so a roll's data-path gap
+// (5-15 s on netdev) could fall between them; the echo server then closes the connection when
+// its 5 s ReadHeaderTimeout expires, which is the server's choice, not a data-path failure.
 const keepAliveScript = `exec 3<>"/dev/tcp/$1/$2" || { echo "fail connect"; exit 1; }
+req=$'GET / HTTP/1.1\r\nHost: echo\r\n\r\n'
 i=0
 while true; do
-  printf 'GET / HTTP/1.1\r\nHost: echo\r\n\r\n' >&3
+  env printf '%s' "$req" >&3
   read -r -t 60 status <&3 || { echo "fail $i status"; exit 1; }
   while read -r -t 60 line <&3; do line=${line%$'\r'}; [ -z "$line" ] && break; done
   read -r -t 60 body <&3 || { echo "fail $i body"; exit 1; }

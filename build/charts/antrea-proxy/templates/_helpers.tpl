@@ -30,6 +30,9 @@ schema. Its sha256 is the checksum/config annotation of the agent Pods.
 {{- $p := .Values.antreaProxy -}}
 # antrea-agent.conf, rendered by the antrea-proxy chart from its values.
 # nodeName is left empty: the agent reads NODE_NAME, set from spec.nodeName.
+{{- with .Values.kubeAPIServerOverride }}
+kubeAPIServerOverride: {{ . | quote }}
+{{- end }}
 ovsBridge: {{ .Values.ovs.bridge | quote }}
 ovsDatapathType: {{ .Values.ovs.datapathType | quote }}
 ovsRunDir: /var/run/openvswitch
@@ -62,6 +65,9 @@ sha256 is the checksum/config annotation of the controller Pods.
 {{- define "antrea-proxy.controllerConf" -}}
 {{- $le := .Values.controller.leaderElection -}}
 # antrea-controller.conf, rendered by the antrea-proxy chart from its values.
+{{- with .Values.kubeAPIServerOverride }}
+kubeAPIServerOverride: {{ . | quote }}
+{{- end }}
 loadBalancerClass: {{ .Values.controller.loadBalancerClass | quote }}
 leaderElection:
   enable: {{ $le.enable }}

@@ -30,34 +30,36 @@ func ParseAggregateReply(out string) (AggregateStats, error) {
 			}
 			s = s[i+2:]
 		}
-		for _, tok := range strings.Fields(s) {
-			key, val, ok := strings.Cut(tok, "=")
-			if !ok {
-				continue
-			}
-			var dst *uint64
-			switch key {
-			case "packet_count":
-				dst = &st.PacketCount
-			case "byte_count":
-				dst = &st.ByteCount
-			case "flow_count":
-				dst = &st.FlowCount
-				seen = true
-			default:
-				continue
-			}
-			n, err := strconv.ParseUint(val, 10, 64)
-			if err != nil {
-				return AggregateStats{}, fmt.Errorf("parsing aggregate reply: %s: %w", key, err)
-			}
-			*dst = n
+		found, err := parseCounters(s, map[string]*uint64{
+			"packet_count": &st.PacketCount, "byte_count": &st.ByteCount, "flow_count": &st.FlowCount})
+		if err != nil {
+			return AggregateStats{}, fmt.Errorf("parsing aggregate reply: %w", err)
 		}
+		seen = seen || found["flow_count"]
 	}
 	if !seen {
 		return AggregateStats{}, fmt.Errorf("parsing aggregate reply: no flow_count in %q", truncateText(out, 200))
 	}
 	return st, nil
+}
+
+// parseCounters reads the "key=value" tokens of s (separated by spaces or commas) whose key is
+// in dst into the counter dst names; other tokens are ignored. It reports which keys it found.
+func parseCounters(s string, dst map[string]*uint64) (map[string]bool, error) {
+	found := map[string]bool{}
+	for _, tok := range strings.Fields(strings.ReplaceAll(s, ",", " ")) {
+		key, val, ok := strings.Cut(tok, "=")
+		if !ok || dst[key] == nil {
+			continue
+		}
+		n, err := strconv.ParseUint(val, 10, 64)
+		if err != nil {
+			return nil, fmt.Errorf("%s: %w", key, err)
+		}
+		*dst[key] = n
+		found[key] = true
+	}
+	return found, nil
 }
 
 // truncateText shortens s to at most n bytes for an error message.

@@ -116,27 +116,9 @@ func parseTableHeading(s string) (first, last uint8, ditto bool, err error) {
 // parseTableCounters reads "active=1, lookup=0, matched=0" into st; other lines of the entry
 // (table features in longer formats) are ignored.
 func parseTableCounters(s string, st *TableStats) error {
-	for _, tok := range strings.Fields(strings.ReplaceAll(s, ",", " ")) {
-		key, val, ok := strings.Cut(tok, "=")
-		if !ok {
-			continue
-		}
-		var dst *uint64
-		switch key {
-		case "active":
-			dst = &st.Active
-		case "lookup":
-			dst = &st.Lookups
-		case "matched":
-			dst = &st.Matches
-		default:
-			continue
-		}
-		n, err := strconv.ParseUint(val, 10, 64)
-		if err != nil {
-			return fmt.Errorf("parsing table stats: %s of table %d: %w", key, st.Table, err)
-		}
-		*dst = n
+	_, err := parseCounters(s, map[string]*uint64{"active": &st.Active, "lookup": &st.Lookups, "matched": &st.Matches})
+	if err != nil {
+		return fmt.Errorf("parsing table stats: table %d: %w", st.Table, err)
 	}
 	return nil
 }

@@ -231,22 +231,17 @@ func (c *conn) write(ctx context.Context, p []byte) error {
 }
 
 // expect registers a waiter for the reply to xid; call the returned cancel when done.
-func (c *conn) expect(xid uint32) (<-chan reply, func()) {
-	ch := make(chan reply, 1)
-	c.pmu.Lock()
-	c.pend[xid] = ch
-	c.pmu.Unlock()
-	return ch, func() {
-		c.pmu.Lock()
-		delete(c.pend, xid)
-		c.pmu.Unlock()
-	}
-}
+func (c *conn) expect(xid uint32) (<-chan reply, func()) { return c.expectN(xid, 1) }
 
 // expectParts is expect for a multipart request, whose reply may span several messages with
 // the same xid: up to maxMultipartParts are buffered.
 func (c *conn) expectParts(xid uint32) (<-chan reply, func()) {
-	ch := make(chan reply, maxMultipartParts)
+	return c.expectN(xid, maxMultipartParts)
+}
+
+// expectN registers a waiter that buffers up to n replies to xid.
+func (c *conn) expectN(xid uint32, n int) (<-chan reply, func()) {
+	ch := make(chan reply, n)
 	c.pmu.Lock()
 	c.pend[xid] = ch
 	c.pmu.Unlock()

@@ -123,10 +123,18 @@ func (d *DataPath) runAnnouncer(ctx context.Context, factory informers.SharedInf
 	t := time.NewTicker(announceInterval)
 	defer t.Stop()
 	var lastErr string
+	// want is recomputed only when a Service, a Node or the proxier's exposure changed (each
+	// kicks the loop); the other ticks re-assert it and send the repeated announcements, without
+	// walking every Service.
+	var want []netip.Addr
+	recompute := true
 	for {
 		uplink := d.uplink(nodeInf.Lister().Get)
-		svcs, _ := svcInf.Lister().List(labels.Everything())
-		want := announcedIPs(d.cfg.NodeName, d.lbServed(), svcs, d.exposedIPs())
+		if recompute {
+			svcs, _ := svcInf.Lister().List(labels.Everything())
+			want = announcedIPs(d.cfg.NodeName, d.lbServed(), svcs, d.exposedIPs())
+			recompute = false
+		}
 		if err := ann.Sync(uplink, want); err != nil {
 			if err.Error() != lastErr {
 				klog.ErrorS(err, "Announcing LoadBalancer IPs failed; retrying", "uplink", uplink)
@@ -142,7 +150,9 @@ func (d *DataPath) runAnnouncer(ctx context.Context, factory informers.SharedInf
 			}
 			return nil
 		case <-kick:
+			recompute = true
 		case <-d.announceKick:
+			recompute = true
 		case <-t.C:
 		}
 	}

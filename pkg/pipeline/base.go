@@ -129,58 +129,7 @@ func BaseFlows(n NodeConfig) []of.Flow {
 		}
 	}
 	for _, f := range n.families() {
-		flows = append(flows,
-			// The SNAT zone un-SNATs replies only. Its entries are keyed by a connection's DNATed
-			// tuple (client -> endpoint), which a connection straight to the endpoint from the
-			// same address and port also has: e.g. another node whose masquerade picked the same
-			// port for one connection to this node's NodePort and one to the endpoint. ct(nat)
-			// would SNAT that second connection as the first one, whose replies the endpoint's
-			// answers then join. So the zone is looked up without nat first, and nat applied
-			// only to replies; later original-direction packets of SNATed connections are
-			// SNATed again after their DNAT (ConntrackState, PrioritySNATLookup).
-			of.Flow{Table: TableSNATConntrackZone, Priority: PriorityNormal, Cookie: c,
-				Match:   of.Match{EthType: f.ethType, CtState: &of.CtState{Unset: of.CtTrk}},
-				Actions: []of.Action{of.CT{Zone: f.snatZone, Table: TableSNATConntrackZone, HasTable: true}}},
-			of.Flow{Table: TableSNATConntrackZone, Priority: PriorityHigh, Cookie: c,
-				Match:   of.Match{EthType: f.ethType, CtState: &of.CtState{Set: of.CtTrk | of.CtRpl}},
-				Actions: []of.Action{of.CT{Zone: f.snatZone, Table: TableConntrackZone, HasTable: true, NAT: &of.NAT{Kind: of.NATReply}}}},
-			of.Flow{Table: TableConntrackZone, Priority: PriorityNormal, Cookie: c, Match: of.Match{EthType: f.ethType},
-				Actions: []of.Action{of.CT{Zone: f.serviceZone, Table: TableConntrackState, HasTable: true, NAT: &of.NAT{Kind: of.NATReply}}}},
-			// Later original-direction packets of a committed Service connection (ct_mark bit 0
-			// is only set by the DNAT commit of a group bucket or of EndpointDNAT) were DNATed
-			// just now; a connection that was also SNATed (ServiceSNAT, hairpin) recorded its SNAT
-			// on the DNATed tuple, so the SNAT zone is looked up again after DNAT to re-apply it.
-			// Established or not: conntrack reports a connection +new until it sees a reply (a
-			// second UDP datagram, a retransmitted SYN), and such a packet, already DNATed, would
-			// miss ServiceLB.
-			of.Flow{Table: TableConntrackState, Priority: PrioritySNATLookup, Cookie: c,
-				Match: of.Match{EthType: f.ethType, CtState: &of.CtState{Set: of.CtTrk, Unset: of.CtRpl},
-					CtMark: &of.Masked32{Value: CtMarkService, Mask: CtMarkService}},
-				Actions: []of.Action{of.CT{Zone: f.snatZone, Table: TableL3Forwarding, HasTable: true, NAT: &of.NAT{Kind: of.NATReply}}}},
-			// Connections no Service claimed share the zone with DNATed ones, whose reply tuple
-			// (endpoint -> client) may be the very tuple such a connection has, e.g. when a
-			// client reuses a port directly towards an endpoint, or when another node's
-			// masquerade picks the port another client had used towards this node's Service.
-			// Linux conntrack gives every connection a null NAT binding that moves the source
-			// port when its reply tuple is taken; OVS conntrack does so only for a connection
-			// committed with nat, so these are committed with a SNAT to their own source
-			// address (all-zero, OVS's ct_zero_snat): a no-op unless the reply tuple is in
-			// use. Without it both entries claim the endpoint's replies, and the endpoint sees
-			// the two connections as one (a TCP endpoint answers the second one's SYN from
-			// the first one's TIME_WAIT, and it never gets an answer).
-			of.Flow{Table: TableConntrackCommit, Priority: PriorityNormal, Cookie: c,
-				Match: of.Match{EthType: f.ethType, CtState: &of.CtState{Set: of.CtNew | of.CtTrk}},
-				Actions: []of.Action{of.CT{Commit: true, Zone: f.serviceZone, Table: TableL3Forwarding, HasTable: true,
-					NAT: &of.NAT{Kind: of.NATSrc, Addr: f.unspecified}}}},
-		)
-		if gw := n.gatewayIP(f); gw.IsValid() {
-			flows = append(flows, serviceSNATFlow(c, f, gw, PriorityNormal, SourceGateway|BitExternalService, SourceMask|BitExternalService),
-				// The node's own Service connections (BitFromHost, set by the gateway flows): a
-				// remote endpoint would answer the gateway's address, which the other node routes
-				// back to this node's host stack instead of into OVS. Those to a local pod are
-				// exempt (a gateway flow above this one).
-				serviceSNATFlow(c, f, gw, PriorityHostSNAT, BitFromHost, BitFromHost))
-		}
+		flows = append(flows, conntrackFlows(n, c, f)...)
 	}
 	for _, a := range n.NodePortAddresses {
 		f := familyOf(a)
@@ -190,6 +139,64 @@ func BaseFlows(n NodeConfig) []of.Flow {
 		flows = append(flows, of.Flow{Table: TableNodePortMark, Priority: PriorityNormal, Cookie: c,
 			Match:   of.Match{EthType: f.ethType, Dst: netip.PrefixFrom(a, a.BitLen())},
 			Actions: append([]of.Action{of.SetReg{Reg: RegSource, Value: BitNodePortAddr, Mask: BitNodePortAddr}}, ToServiceLB()...)})
+	}
+	return flows
+}
+
+// conntrackFlows are one family's conntrack lookups and commits, and the SNAT of external
+// and of the node's own Service connections.
+func conntrackFlows(n NodeConfig, c uint64, f family) []of.Flow {
+	flows := []of.Flow{
+		// The SNAT zone un-SNATs replies only. Its entries are keyed by a connection's DNATed
+		// tuple (client -> endpoint), which a connection straight to the endpoint from the
+		// same address and port also has: e.g. another node whose masquerade picked the same
+		// port for one connection to this node's NodePort and one to the endpoint. ct(nat)
+		// would SNAT that second connection as the first one, whose replies the endpoint's
+		// answers then join. So the zone is looked up without nat first, and nat applied
+		// only to replies; later original-direction packets of SNATed connections are
+		// SNATed again after their DNAT (ConntrackState, PrioritySNATLookup).
+		of.Flow{Table: TableSNATConntrackZone, Priority: PriorityNormal, Cookie: c,
+			Match:   of.Match{EthType: f.ethType, CtState: &of.CtState{Unset: of.CtTrk}},
+			Actions: []of.Action{of.CT{Zone: f.snatZone, Table: TableSNATConntrackZone, HasTable: true}}},
+		of.Flow{Table: TableSNATConntrackZone, Priority: PriorityHigh, Cookie: c,
+			Match:   of.Match{EthType: f.ethType, CtState: &of.CtState{Set: of.CtTrk | of.CtRpl}},
+			Actions: []of.Action{of.CT{Zone: f.snatZone, Table: TableConntrackZone, HasTable: true, NAT: &of.NAT{Kind: of.NATReply}}}},
+		of.Flow{Table: TableConntrackZone, Priority: PriorityNormal, Cookie: c, Match: of.Match{EthType: f.ethType},
+			Actions: []of.Action{of.CT{Zone: f.serviceZone, Table: TableConntrackState, HasTable: true, NAT: &of.NAT{Kind: of.NATReply}}}},
+		// Later original-direction packets of a committed Service connection (ct_mark bit 0
+		// is only set by the DNAT commit of a group bucket or of EndpointDNAT) were DNATed
+		// just now; a connection that was also SNATed (ServiceSNAT, hairpin) recorded its SNAT
+		// on the DNATed tuple, so the SNAT zone is looked up again after DNAT to re-apply it.
+		// Established or not: conntrack reports a connection +new until it sees a reply (a
+		// second UDP datagram, a retransmitted SYN), and such a packet, already DNATed, would
+		// miss ServiceLB.
+		of.Flow{Table: TableConntrackState, Priority: PrioritySNATLookup, Cookie: c,
+			Match: of.Match{EthType: f.ethType, CtState: &of.CtState{Set: of.CtTrk, Unset: of.CtRpl},
+				CtMark: &of.Masked32{Value: CtMarkService, Mask: CtMarkService}},
+			Actions: []of.Action{of.CT{Zone: f.snatZone, Table: TableL3Forwarding, HasTable: true, NAT: &of.NAT{Kind: of.NATReply}}}},
+		// Connections no Service claimed share the zone with DNATed ones, whose reply tuple
+		// (endpoint -> client) may be the very tuple such a connection has, e.g. when a
+		// client reuses a port directly towards an endpoint, or when another node's
+		// masquerade picks the port another client had used towards this node's Service.
+		// Linux conntrack gives every connection a null NAT binding that moves the source
+		// port when its reply tuple is taken; OVS conntrack does so only for a connection
+		// committed with nat, so these are committed with a SNAT to their own source
+		// address (all-zero, OVS's ct_zero_snat): a no-op unless the reply tuple is in
+		// use. Without it both entries claim the endpoint's replies, and the endpoint sees
+		// the two connections as one (a TCP endpoint answers the second one's SYN from
+		// the first one's TIME_WAIT, and it never gets an answer).
+		of.Flow{Table: TableConntrackCommit, Priority: PriorityNormal, Cookie: c,
+			Match: of.Match{EthType: f.ethType, CtState: &of.CtState{Set: of.CtNew | of.CtTrk}},
+			Actions: []of.Action{of.CT{Commit: true, Zone: f.serviceZone, Table: TableL3Forwarding, HasTable: true,
+				NAT: &of.NAT{Kind: of.NATSrc, Addr: f.unspecified}}}},
+	}
+	if gw := n.gatewayIP(f); gw.IsValid() {
+		flows = append(flows, serviceSNATFlow(c, f, gw, PriorityNormal, SourceGateway|BitExternalService, SourceMask|BitExternalService),
+			// The node's own Service connections (BitFromHost, set by the gateway flows): a
+			// remote endpoint would answer the gateway's address, which the other node routes
+			// back to this node's host stack instead of into OVS. Those to a local pod are
+			// exempt (a gateway flow above this one).
+			serviceSNATFlow(c, f, gw, PriorityHostSNAT, BitFromHost, BitFromHost))
 	}
 	return flows
 }

@@ -49,7 +49,7 @@ func (s *side) hist(ctx context.Context, name string) (histogram, error) {
 // Service with a group of all its endpoints; a change is in OVS when the Service's group (read
 // with `ovs-ofctl dump-groups <bridge> <id>`) holds the new endpoint.
 func antreaSide(n *framework.Node, k int) *side {
-	s := &side{Name: "antrea-agent", Node: n, Prefix: "antrea_proxy_", locators: map[string]string{}}
+	s := &side{Name: "antrea-agent", Node: n, Prefix: framework.AntreaProxyMetricsPrefix, locators: map[string]string{}}
 	s.programmed = func(ctx context.Context, svcs []benchService) (bool, string) {
 		info, err := n.API.AgentInfo(ctx)
 		if err != nil {
@@ -97,19 +97,11 @@ func regHex(ip string) string {
 // the Service's chain.
 var kubeProxyServiceRE = regexp.MustCompile(`(\d+\.\d+\.\d+\.\d+) \. tcp \. 80 : goto (service-[^ ,\n}]+)`)
 
-// kubeProxySide is the kube-proxy node: programmed when its metrics show no pending change and
-// its ruleset maps every ClusterIP; a change is programmed when a netlink read of the Service's
+// kubeProxySide is the kube-proxy node: programmed when its ruleset maps every ClusterIP; a change is programmed when a netlink read of the Service's
 // chain (chainHolds) finds the new endpoint in it.
 func kubeProxySide(n *framework.Node) *side {
-	s := &side{Name: "kube-proxy", Node: n, Prefix: "kubeproxy_", locators: map[string]string{}}
+	s := &side{Name: "kube-proxy", Node: n, Prefix: framework.KubeProxyMetricsPrefix, locators: map[string]string{}}
 	s.programmed = func(ctx context.Context, svcs []benchService) (bool, string) {
-		last, queued, err := n.KubeProxySyncs(ctx)
-		if err != nil {
-			return false, err.Error()
-		}
-		if last == 0 || last < queued {
-			return false, fmt.Sprintf("last sync %.3f, last queued %.3f", last, queued)
-		}
 		rs, err := n.KubeProxyRuleset()
 		if err != nil {
 			return false, err.Error()

@@ -17,6 +17,8 @@ import (
 type AgentAPI struct {
 	Socket string
 	client *http.Client
+	// timeout bounds a call whose context has no deadline (defaultAPITimeout).
+	timeout time.Duration
 }
 
 func newAgentAPI(socket string) *AgentAPI {
@@ -27,13 +29,27 @@ func newAgentAPI(socket string) *AgentAPI {
 		},
 		DisableKeepAlives: true,
 	}
-	return &AgentAPI{Socket: socket, client: &http.Client{Transport: tr, Timeout: 5 * time.Second}}
+	return &AgentAPI{Socket: socket, client: &http.Client{Transport: tr}, timeout: defaultAPITimeout}
 }
+
+// Limits of one agent API call: a call whose context has no deadline gets defaultAPITimeout;
+// a body may be up to maxAPIBody (the servicemap of 30,000 Services is about 25 MB), and an
+// error quotes at most errorBodyQuote bytes of it.
+const (
+	defaultAPITimeout = 5 * time.Second
+	maxAPIBody        = 1 << 30
+	errorBodyQuote    = 512
+)
 
 func (a *AgentAPI) get(ctx context.Context, path string, q url.Values, into any) error {
 	u := "http://antrea-agent" + path
 	if len(q) > 0 {
 		u += "?" + q.Encode()
+	}
+	if _, ok := ctx.Deadline(); !ok {
+		var cancel context.CancelFunc
+		ctx, cancel = context.WithTimeout(ctx, a.timeout)
+		defer cancel()
 	}
 	req, err := http.NewRequestWithContext(ctx, http.MethodGet, u, nil)
 	if err != nil {
@@ -44,15 +60,18 @@ func (a *AgentAPI) get(ctx context.Context, path string, q url.Values, into any)
 		return fmt.Errorf("agent API %s on %s: %w", path, a.Socket, err)
 	}
 	defer resp.Body.Close()
-	body, err := io.ReadAll(io.LimitReader(resp.Body, 8<<20))
+	body, err := io.ReadAll(io.LimitReader(resp.Body, maxAPIBody+1))
 	if err != nil {
 		return fmt.Errorf("agent API %s on %s: %w", path, a.Socket, err)
 	}
+	if len(body) > maxAPIBody {
+		return fmt.Errorf("agent API %s on %s: the answer is larger than %d bytes", path, a.Socket, maxAPIBody)
+	}
 	if resp.StatusCode != http.StatusOK {
-		return fmt.Errorf("agent API %s on %s: HTTP %d: %s", path, a.Socket, resp.StatusCode, body)
+		return fmt.Errorf("agent API %s on %s: HTTP %d: %s", path, a.Socket, resp.StatusCode, quote(body))
 	}
 	if err := json.Unmarshal(body, into); err != nil {
-		return fmt.Errorf("agent API %s on %s: decoding %q: %w", path, a.Socket, body, err)
+		return fmt.Errorf("agent API %s on %s: decoding %d bytes %s: %w", path, a.Socket, len(body), quote(body), err)
 	}
 	return nil
 }
@@ -82,4 +101,12 @@ func (a *AgentAPI) ServiceMap(ctx context.Context, namespace, name string) (*api
 		return nil, err
 	}
 	return &m, nil
+}
+
+// quote is body for an error message: quoted, and cut after errorBodyQuote bytes.
+func quote(body []byte) string {
+	if len(body) <= errorBodyQuote {
+		return fmt.Sprintf("%q", body)
+	}
+	return fmt.Sprintf("%q… (%d more bytes)", body[:errorBodyQuote], len(body)-errorBodyQuote)
 }

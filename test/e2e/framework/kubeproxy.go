@@ -192,27 +192,36 @@ func (n *Node) KubeProxyRuleset() (string, error) {
 // every change kube-proxy has seen is programmed. kube-proxy labels both series by IP family;
 // of several families the pair returned is the one furthest behind.
 func (n *Node) KubeProxySyncs(ctx context.Context) (lastSync, lastQueued float64, err error) {
+	return n.ProxySyncs(ctx, KubeProxyMetricsPrefix)
+}
+
+// ProxySyncs is KubeProxySyncs for the proxy of the node whose metric names start with prefix
+// (KubeProxyMetricsPrefix, or AntreaProxyMetricsPrefix: antrea-agent exports the same two
+// gauges, unlabelled), both served at kube-proxy's default metrics address.
+func (n *Node) ProxySyncs(ctx context.Context, prefix string) (lastSync, lastQueued float64, err error) {
 	body, err := n.NS.HTTPGet(ctx, "http://"+kubeProxyMetrics+"/metrics")
 	if err != nil {
 		return 0, 0, err
 	}
-	lastSync, lastQueued, ok := kubeProxySyncsFrom(body)
+	lastSync, lastQueued, ok := syncsFrom(body, prefix)
 	if !ok {
-		return 0, 0, fmt.Errorf("node %s: kube-proxy's metrics have no %s series", n.Name, kubeProxyLastSync)
+		return 0, 0, fmt.Errorf("node %s: the proxy's metrics have no %s series", n.Name, prefix+lastSyncGauge)
 	}
 	return lastSync, lastQueued, nil
 }
 
-// The gauges KubeProxySyncs reads.
+// Metric name prefixes of the two proxies, and the gauges ProxySyncs reads.
 const (
-	kubeProxyLastSync   = "kubeproxy_sync_proxy_rules_last_timestamp_seconds"
-	kubeProxyLastQueued = "kubeproxy_sync_proxy_rules_last_queued_timestamp_seconds"
+	KubeProxyMetricsPrefix   = "kubeproxy_"
+	AntreaProxyMetricsPrefix = "antrea_proxy_"
+	lastSyncGauge            = "sync_proxy_rules_last_timestamp_seconds"
+	lastQueuedGauge          = "sync_proxy_rules_last_queued_timestamp_seconds"
 )
 
-// kubeProxySyncsFrom reads the last-sync and last-queued gauges of a metrics exposition, per
-// label set (ip_family="IPv4", or none), and returns the pair of the label set with the least
-// lastSync - lastQueued; ok is false when there is no last-sync series.
-func kubeProxySyncsFrom(body []byte) (lastSync, lastQueued float64, ok bool) {
+// syncsFrom reads the last-sync and last-queued gauges named with prefix from a metrics
+// exposition, per label set (ip_family="IPv4", or none), and returns the pair of the label set
+// with the least lastSync - lastQueued; ok is false when there is no last-sync series.
+func syncsFrom(body []byte, prefix string) (lastSync, lastQueued float64, ok bool) {
 	type pair struct{ sync, queued float64 }
 	byLabels := map[string]*pair{}
 	for _, line := range strings.Split(string(body), "\n") {
@@ -224,7 +233,7 @@ func kubeProxySyncsFrom(body []byte) (lastSync, lastQueued float64, ok bool) {
 			continue
 		}
 		name, labels, _ := strings.Cut(f[0], "{")
-		if name != kubeProxyLastSync && name != kubeProxyLastQueued {
+		if name != prefix+lastSyncGauge && name != prefix+lastQueuedGauge {
 			continue
 		}
 		v, err := strconv.ParseFloat(f[1], 64)
@@ -236,7 +245,7 @@ func kubeProxySyncsFrom(body []byte) (lastSync, lastQueued float64, ok bool) {
 			p = &pair{}
 			byLabels[labels] = p
 		}
-		if name == kubeProxyLastSync {
+		if name == prefix+lastSyncGauge {
 			p.sync, ok = v, true
 		} else {
 			p.queued = v

@@ -76,15 +76,23 @@ kubeproxy_sync_proxy_rules_last_timestamp_seconds{ip_family="IPv6"} 1.7649e+09
 kubeproxy_sync_proxy_rules_last_queued_timestamp_seconds{ip_family="IPv6"} 1.76495e+09
 kubeproxy_sync_proxy_rules_duration_seconds_count{ip_family="IPv4"} 3
 `
-	sync, queued, ok := kubeProxySyncsFrom([]byte(labelled))
+	sync, queued, ok := syncsFrom([]byte(labelled), KubeProxyMetricsPrefix)
 	require.True(t, ok)
 	require.Equal(t, 1.7649e9, sync, "IPv6 has a change queued after its last sync")
 	require.Equal(t, 1.76495e9, queued)
 
-	sync, queued, ok = kubeProxySyncsFrom([]byte("kubeproxy_sync_proxy_rules_last_timestamp_seconds 20\nkubeproxy_sync_proxy_rules_last_queued_timestamp_seconds 10\n"))
+	sync, queued, ok = syncsFrom([]byte("kubeproxy_sync_proxy_rules_last_timestamp_seconds 20\nkubeproxy_sync_proxy_rules_last_queued_timestamp_seconds 10\n"), KubeProxyMetricsPrefix)
 	require.True(t, ok)
 	require.Equal(t, [2]float64{20, 10}, [2]float64{sync, queued})
 
-	_, _, ok = kubeProxySyncsFrom([]byte("kubeproxy_sync_proxy_rules_duration_seconds_count 1\n"))
+	_, _, ok = syncsFrom([]byte("kubeproxy_sync_proxy_rules_duration_seconds_count 1\n"), KubeProxyMetricsPrefix)
+	require.False(t, ok)
+
+	// antrea-agent's gauges, read by their own prefix and not taken for kube-proxy's.
+	agent := "antrea_proxy_sync_proxy_rules_last_timestamp_seconds 30\nantrea_proxy_sync_proxy_rules_last_queued_timestamp_seconds 25\n"
+	sync, queued, ok = syncsFrom([]byte(agent), AntreaProxyMetricsPrefix)
+	require.True(t, ok)
+	require.Equal(t, [2]float64{30, 25}, [2]float64{sync, queued})
+	_, _, ok = syncsFrom([]byte(agent), KubeProxyMetricsPrefix)
 	require.False(t, ok)
 }

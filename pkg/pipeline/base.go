@@ -153,14 +153,19 @@ func conntrackFlows(n NodeConfig, c uint64, f family) []of.Flow {
 		// port for one connection to this node's NodePort and one to the endpoint. ct(nat)
 		// would SNAT that second connection as the first one, whose replies the endpoint's
 		// answers then join. So the zone is looked up without nat first, and nat applied
-		// only to replies; later original-direction packets of SNATed connections are
-		// SNATed again after their DNAT (ConntrackState, PrioritySNATLookup).
+		// only to replies of SNATed connections; later original-direction packets of SNATed
+		// connections are SNATed again after their DNAT (ConntrackState, PrioritySNATLookup).
 		of.Flow{Table: TableSNATConntrackZone, Priority: PriorityNormal, Cookie: c,
 			Match:   of.Match{EthType: f.ethType, CtState: &of.CtState{Unset: of.CtTrk}},
 			Actions: []of.Action{of.CT{Zone: f.snatZone, Table: TableSNATConntrackZone, HasTable: true}}},
 		of.Flow{Table: TableSNATConntrackZone, Priority: PriorityHigh, Cookie: c,
-			Match:   of.Match{EthType: f.ethType, CtState: &of.CtState{Set: of.CtTrk | of.CtRpl}},
+			Match: of.Match{EthType: f.ethType, CtState: &of.CtState{Set: of.CtTrk | of.CtRpl},
+				CtMark: &of.Masked32{Value: CtMarkSNAT, Mask: CtMarkSNAT}},
 			Actions: []of.Action{of.CT{Zone: f.snatZone, Table: TableConntrackZone, HasTable: true, NAT: &of.NAT{Kind: of.NATReply}}}},
+		// That second connection is found here in the original direction: mark it, so that
+		// ConntrackCommit moves its source port off the first one's reply tuple.
+		serviceTupleFlow(c, f, CtMarkSNAT),
+		serviceTupleFlow(c, f, CtMarkServiceTuple),
 		of.Flow{Table: TableConntrackZone, Priority: PriorityNormal, Cookie: c, Match: of.Match{EthType: f.ethType},
 			Actions: []of.Action{of.CT{Zone: f.serviceZone, Table: TableConntrackState, HasTable: true, NAT: &of.NAT{Kind: of.NATReply}}}},
 		// Later original-direction packets of a committed Service connection (ct_mark bit 0
@@ -174,22 +179,13 @@ func conntrackFlows(n NodeConfig, c uint64, f family) []of.Flow {
 			Match: of.Match{EthType: f.ethType, CtState: &of.CtState{Set: of.CtTrk, Unset: of.CtRpl},
 				CtMark: &of.Masked32{Value: CtMarkService, Mask: CtMarkService}},
 			Actions: []of.Action{of.CT{Zone: f.snatZone, Table: TableL3Forwarding, HasTable: true, NAT: &of.NAT{Kind: of.NATReply}}}},
-		// Connections no Service claimed share the zone with DNATed ones, whose reply tuple
-		// (endpoint -> client) may be the very tuple such a connection has, e.g. when a
-		// client reuses a port directly towards an endpoint, or when another node's
-		// masquerade picks the port another client had used towards this node's Service.
-		// Linux conntrack gives every connection a null NAT binding that moves the source
-		// port when its reply tuple is taken; OVS conntrack does so only for a connection
-		// committed with nat, so these are committed with a SNAT to their own source
-		// address (all-zero, OVS's ct_zero_snat): a no-op unless the reply tuple is in
-		// use. Without it both entries claim the endpoint's replies, and the endpoint sees
-		// the two connections as one (a TCP endpoint answers the second one's SYN from
-		// the first one's TIME_WAIT, and it never gets an answer).
-		of.Flow{Table: TableConntrackCommit, Priority: PriorityNormal, Cookie: c,
-			Match: of.Match{EthType: f.ethType, CtState: &of.CtState{Set: of.CtNew | of.CtTrk}},
-			Actions: []of.Action{of.CT{Commit: true, Zone: f.serviceZone, Table: TableL3Forwarding, HasTable: true,
-				NAT: &of.NAT{Kind: of.NATSrc, Addr: f.unspecified}}}},
+		// A Service connection that ServiceSNAT does not SNAT records its DNATed tuple in the
+		// SNAT zone (a SNATed one has its SNAT entry there already), for serviceTupleFlow.
+		of.Flow{Table: TableServiceSNAT, Priority: PriorityLow, Cookie: c,
+			Match:   of.Match{EthType: f.ethType, CtState: &of.CtState{Set: of.CtNew | of.CtTrk}},
+			Actions: []of.Action{serviceTupleCommit(f)}},
 	}
+	flows = append(flows, conntrackCommitFlows(c, f)...)
 	if gw := n.gatewayIP(f); gw.IsValid() {
 		flows = append(flows, serviceSNATFlow(c, f, gw, PriorityNormal, SourceGateway|BitExternalService, SourceMask|BitExternalService),
 			// The node's own Service connections (BitFromHost, set by the gateway flows): a
@@ -199,6 +195,59 @@ func conntrackFlows(n NodeConfig, c uint64, f family) []of.Flow {
 			serviceSNATFlow(c, f, gw, PriorityHostSNAT, BitFromHost, BitFromHost))
 	}
 	return flows
+}
+
+// conntrackCommitFlows commit the new connections no Service claimed in the Service zone, so
+// that their replies are established, not invalid.
+//
+// Their tuple may be the DNATed tuple of a Service connection (client -> endpoint), whose
+// reply tuple (endpoint -> client) it then shares: a client reusing a port straight towards
+// the endpoint, or another node's masquerade picking, towards the endpoint, the port that
+// another client used for this node's Service. Linux conntrack gives every connection a null
+// NAT binding that moves the source port when its reply tuple is taken; OVS conntrack does
+// so only for a connection committed with nat. Without it both entries claim the endpoint's
+// replies, and the endpoint sees the two connections as one (a TCP endpoint answers the
+// second one's SYN from the first one's TIME_WAIT, and it never gets an answer). Those
+// connections (BitServiceTuple, from serviceTupleFlow) are committed with a SNAT to their own
+// source address (all-zero, OVS's ct_zero_snat), which moves their port.
+//
+// The others are committed without nat. ovs-vswitchd 3.1 aborts (conntrack.c:1063,
+// conn_update_state) when a lookup finds the un-NAT entry that a nat commit adds for a
+// connection whose tuple it did not change, after that connection expired (a SYN reusing the
+// port of a closed connection expires it, and the commit that follows in the same pass finds
+// the un-NAT entry): every zero-SNAT commit that moves nothing leaves such an entry.
+func conntrackCommitFlows(c uint64, f family) []of.Flow {
+	commit := of.CT{Commit: true, Zone: f.serviceZone, Table: TableL3Forwarding, HasTable: true}
+	zeroSNAT := commit
+	zeroSNAT.NAT = &of.NAT{Kind: of.NATSrc, Addr: f.unspecified}
+	return []of.Flow{
+		{Table: TableConntrackCommit, Priority: PriorityHigh, Cookie: c,
+			Match: of.Match{EthType: f.ethType, CtState: &of.CtState{Set: of.CtNew | of.CtTrk},
+				Regs: []of.RegMatch{{Reg: RegSource, Value: BitServiceTuple, Mask: BitServiceTuple}}},
+			Actions: []of.Action{zeroSNAT}},
+		{Table: TableConntrackCommit, Priority: PriorityNormal, Cookie: c,
+			Match:   of.Match{EthType: f.ethType, CtState: &of.CtState{Set: of.CtNew | of.CtTrk}},
+			Actions: []of.Action{commit}},
+	}
+}
+
+// serviceTupleFlow marks (BitServiceTuple) the packets found in the SNAT zone in the original
+// direction in an entry with ct_mark bit mark: their tuple is a Service connection's DNATed
+// tuple.
+func serviceTupleFlow(c uint64, f family, mark uint32) of.Flow {
+	return of.Flow{Table: TableSNATConntrackZone, Priority: PriorityServiceTuple, Cookie: c,
+		Match: of.Match{EthType: f.ethType, CtState: &of.CtState{Set: of.CtTrk, Unset: of.CtRpl},
+			CtMark: &of.Masked32{Value: mark, Mask: mark}},
+		Actions: []of.Action{of.SetReg{Reg: RegSource, Value: BitServiceTuple, Mask: BitServiceTuple},
+			of.GotoTable{Table: TableConntrackZone}}}
+}
+
+// serviceTupleCommit records a new Service connection that is not SNATed in the SNAT zone,
+// under its DNATed tuple and without nat (CtMarkServiceTuple, and CtMarkService as the Service
+// zone has it, for the gateway's hairpin flows), then continues to L3Forwarding.
+func serviceTupleCommit(f family) of.CT {
+	return of.CT{Commit: true, Zone: f.snatZone, Table: TableL3Forwarding, HasTable: true,
+		Exec: []of.Action{of.SetCtMark{Value: CtMarkService | CtMarkServiceTuple, Mask: CtMarkService | CtMarkServiceTuple}}}
 }
 
 // serviceSNATFlow SNATs new Service connections whose reg0 matches value/mask to the Service

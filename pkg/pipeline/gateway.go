@@ -119,7 +119,7 @@ func GatewayFlows(round uint16, gw Gateway) []of.Flow {
 			of.Flow{Table: TableServiceSNAT, Priority: priorityHostToLocalPod, Cookie: c,
 				Match: of.Match{EthType: f.ethType, Dst: cidr, CtState: &of.CtState{Set: of.CtNew | of.CtTrk},
 					Regs: []of.RegMatch{{Reg: RegSource, Value: BitFromHost, Mask: BitFromHost}}},
-				Actions: []of.Action{of.GotoTable{Table: TableL3Forwarding}}},
+				Actions: []of.Action{serviceTupleCommit(f)}},
 		)
 	}
 	for _, ip := range gw.NodePortVirtualIPs {

@@ -55,19 +55,21 @@ cookie=0x3050000000000,table=0,priority=205,ipv6,in_port=2,ipv6_src=fd00:10:244:
 }
 
 // TestGatewayFlowsHostToLocalPod: the node's own Service connections DNATed to a local pod
-// skip the SNAT of ServiceSNAT, in both families, above both SNAT flows of BaseFlows; to any
-// other endpoint they are SNATed by the base flow for host connections.
+// skip the SNAT of ServiceSNAT, in both families, above both SNAT flows of BaseFlows (their
+// DNATed tuple is recorded in the SNAT zone instead, as for every connection not SNATed); to
+// any other endpoint they are SNATed by the base flow for host connections.
 func TestGatewayFlowsHostToLocalPod(t *testing.T) {
 	gw := Gateway{OFPort: 2, MAC: mustMAC(t, "0e:00:00:00:00:01"), IPv4: true, IPv6: true,
 		PodCIDRs: []netip.Prefix{netip.MustParsePrefix("10.244.1.0/24"), netip.MustParsePrefix("fd00:10:244:1::/64")}}
-	want := `cookie=0x3050000000000,table=16,priority=205,ct_state=+new+trk,ip,reg0=0x40/0x40,nw_dst=10.244.1.0/24 actions=goto_table:20
-cookie=0x3050000000000,table=16,priority=205,ct_state=+new+trk,ipv6,reg0=0x40/0x40,ipv6_dst=fd00:10:244:1::/64 actions=goto_table:20
+	want := `cookie=0x3050000000000,table=16,priority=205,ct_state=+new+trk,ip,reg0=0x40/0x40,nw_dst=10.244.1.0/24 actions=ct(commit,table=20,zone=65521,exec(set_field:0x5/0x5->ct_mark))
+cookie=0x3050000000000,table=16,priority=205,ct_state=+new+trk,ipv6,reg0=0x40/0x40,ipv6_dst=fd00:10:244:1::/64 actions=ct(commit,table=20,zone=65511,exec(set_field:0x5/0x5->ct_mark))
 `
 	if diff := cmp.Diff(want, renderFlows(tableFlows(GatewayFlows(3, gw), TableServiceSNAT))); diff != "" {
 		t.Errorf("gateway ServiceSNAT flows (-want +got):\n%s", diff)
 	}
 	base := tableFlows(BaseFlows(NodeConfig{Round: 3, IPv4: true, GatewayOFPort: 2, GatewayIPv4: netip.MustParseAddr("169.254.0.253")}), TableServiceSNAT)
 	wantBase := `cookie=0x3010000000000,table=16,priority=0 actions=goto_table:20
+cookie=0x3010000000000,table=16,priority=190,ct_state=+new+trk,ip actions=ct(commit,table=20,zone=65521,exec(set_field:0x5/0x5->ct_mark))
 cookie=0x3010000000000,table=16,priority=200,ct_state=+new+trk,ip,reg0=0x21/0x2f actions=ct(commit,table=20,zone=65521,nat(src=169.254.0.253),exec(set_field:0x2/0x2->ct_mark))
 cookie=0x3010000000000,table=16,priority=201,ct_state=+new+trk,ip,reg0=0x40/0x40 actions=ct(commit,table=20,zone=65521,nat(src=169.254.0.253),exec(set_field:0x2/0x2->ct_mark))
 `

@@ -22,13 +22,15 @@ const (
 	// the buckets of other Services DNAT themselves.
 	TableEndpointDNAT uint8 = 15
 	// TableServiceSNAT SNATs external-to-Service connections (eTP=Cluster) arriving from the
-	// gateway, and the node's own Service connections.
+	// gateway, and the node's own Service connections; it records the others' DNATed tuple
+	// in the SNAT zone.
 	TableServiceSNAT uint8 = 16
 	// TableSessionAffinityLearn learns, for Services with session affinity, which endpoint a
 	// client got, then continues to EndpointDNAT.
 	TableSessionAffinityLearn uint8 = 17
 	// TableConntrackCommit commits new connections that no Service claimed, so that their
-	// replies are tracked as established rather than invalid.
+	// replies are tracked as established rather than invalid; with nat(src) only those whose
+	// tuple a Service connection of this node has as its DNATed tuple.
 	TableConntrackCommit uint8 = 19
 	// TableL3Forwarding forwards by destination IP (filled by the node data path).
 	TableL3Forwarding uint8 = 20
@@ -64,6 +66,11 @@ const (
 	CtMarkService uint32 = 0x1
 	// CtMarkSNAT tags connections SNATed by ServiceSNAT.
 	CtMarkSNAT uint32 = 0x2
+	// CtMarkServiceTuple tags, in the SNAT zone, the record of a Service connection that
+	// ServiceSNAT did not SNAT: its DNATed tuple (client -> endpoint), committed without nat,
+	// with CtMarkService too. A later connection straight to the endpoint with that tuple finds
+	// it (SNATConntrackZone), as it finds the entry of a SNATed one (CtMarkSNAT).
+	CtMarkServiceTuple uint32 = 0x4
 )
 
 // Registers.
@@ -75,6 +82,9 @@ const (
 //	reg0[6]     the packet comes from the node itself (the host's own stack, through the
 //	            gateway, with the gateway's address as source): its Service connections are
 //	            internal traffic and are SNATed unless the endpoint is a local pod
+//	reg0[7]     the packet's tuple is the DNATed tuple of a Service connection of this node
+//	            (found in the SNAT zone): a new connection with it may find its reply tuple
+//	            taken, so ConntrackCommit commits it with nat(src)
 //	reg3        selected endpoint IPv4 address (session affinity only)
 //	reg4[0..15] selected endpoint port (session affinity only)
 //	reg4[16]    an endpoint has been selected (session affinity only)
@@ -93,6 +103,7 @@ const (
 	BitNodePortAddr    uint32 = 1 << 4
 	BitExternalService uint32 = 1 << 5
 	BitFromHost        uint32 = 1 << 6
+	BitServiceTuple    uint32 = 1 << 7
 
 	RegEndpointIPv4 uint8 = 3
 	RegEndpointPort uint8 = 4
@@ -114,6 +125,9 @@ const (
 	// PrioritySNATLookup re-applies SNAT to the later packets of committed Service connections
 	// (ConntrackState).
 	PrioritySNATLookup uint16 = 205
+	// PriorityServiceTuple marks packets whose tuple is a Service connection's DNATed tuple
+	// (SNATConntrackZone), below the un-SNAT of replies.
+	PriorityServiceTuple uint16 = 205
 	// PriorityHostRange decides, for the node's own connections to an LB IP with
 	// loadBalancerSourceRanges, whether the ranges allow them (ServiceLB), above the per-range
 	// entries (PriorityNormal, +1 for externalTrafficPolicy=Local).

@@ -35,41 +35,13 @@ const clashAnswerWait = 3 * time.Second
 // masquerade picking the same port towards one backend). Each case here forces it, once per
 // backend placement.
 func TestReplyTupleClash(t *testing.T) {
-	sb := framework.StartSandbox(t, framework.SandboxOptions{Proxy: framework.ProxyAntrea})
-	ctx := context.Background()
-	const ns = "clash"
-	if err := sb.CreateNamespace(ctx, ns); err != nil {
-		t.Fatal(err)
-	}
-	n1, n2 := sb.Nodes[0], sb.Nodes[1]
-	pods, err := sb.RunPods(ctx,
-		framework.EchoPod(ns, "local", n1, map[string]string{"app": "local"}),
-		framework.EchoPod(ns, "remote", n2, map[string]string{"app": "remote"}),
-		framework.EchoPod(ns, "client", n1, map[string]string{"app": "client"}),
-	)
-	if err != nil {
-		t.Fatal(err)
-	}
-	clientNS, err := sb.PodNetNS(pods[2])
-	if err != nil {
-		t.Fatal(err)
-	}
-	for _, b := range pods[:2] {
+	c := startConntrackSandbox(t, "clash", echoPodOn{"local", 0}, echoPodOn{"remote", 1}, echoPodOn{"client", 0})
+	for _, b := range c.pods[:2] {
 		name := b.Name
 		t.Run(name, func(t *testing.T) {
-			svc := &corev1.Service{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: name},
+			svc := c.createService(t, &corev1.Service{ObjectMeta: metav1.ObjectMeta{Namespace: c.ns, Name: name},
 				Spec: corev1.ServiceSpec{Selector: map[string]string{"app": name}, Ports: []corev1.ServicePort{
-					{Name: "udp", Protocol: corev1.ProtocolUDP, Port: 80, TargetPort: intstr.FromInt32(framework.EchoPort)}}}}
-			svc, err := sb.CP.Client.CoreV1().Services(ns).Create(ctx, svc, metav1.CreateOptions{})
-			if err != nil {
-				t.Fatal(err)
-			}
-			if err := sb.WaitEndpoints(ctx, ns, name, b.Status.PodIP); err != nil {
-				t.Fatal(err)
-			}
-			if err := sb.WaitProgrammed(ctx, ns, name, "with its endpoint", framework.HasEndpoints(1)); err != nil {
-				t.Fatal(err)
-			}
+					{Name: "udp", Protocol: corev1.ProtocolUDP, Port: 80, TargetPort: intstr.FromInt32(framework.EchoPort)}}}})
 			vip := net.JoinHostPort(svc.Spec.ClusterIP, "80")
 			direct := net.JoinHostPort(b.Status.PodIP, strconv.Itoa(framework.EchoPort))
 			// The Service answers once the agent's flows are in; from then on the clash is
@@ -77,11 +49,11 @@ func TestReplyTupleClash(t *testing.T) {
 			var port int
 			var first string
 			framework.WaitFor(t, time.Minute, "the ClusterIP to answer", func(context.Context) (bool, string, error) {
-				reply, p, err := udpEchoFrom(clientNS, 0, vip)
+				reply, p, err := udpEchoFrom(c.clientNS, 0, vip)
 				port, first = p, reply
 				return err == nil && strings.HasPrefix(reply, name+" "), fmt.Sprintf("%q %v", reply, err), nil
 			})
-			second, _, err := udpEchoFrom(clientNS, port, direct)
+			second, _, err := udpEchoFrom(c.clientNS, port, direct)
 			if err != nil {
 				t.Fatalf("from port %d to %s after the same port's connection to %s: %v", port, direct, vip, err)
 			}

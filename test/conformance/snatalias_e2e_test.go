@@ -28,41 +28,18 @@ import (
 // (node1's masquerade picking, for one connection to the endpoint, the port of another to the
 // NodePort). Here it is forced.
 func TestSNATZoneAlias(t *testing.T) {
-	sb := framework.StartSandbox(t, framework.SandboxOptions{Proxy: framework.ProxyAntrea})
-	ctx := context.Background()
-	const ns = "alias"
-	if err := sb.CreateNamespace(ctx, ns); err != nil {
-		t.Fatal(err)
-	}
-	n1, n2 := sb.Nodes[0], sb.Nodes[1]
-	pods, err := sb.RunPods(ctx,
-		framework.EchoPod(ns, "backend", n2, map[string]string{"app": "backend"}),
-		framework.EchoPod(ns, "client", n1, map[string]string{"app": "client"}),
-	)
-	if err != nil {
-		t.Fatal(err)
-	}
-	backend := pods[0]
-	clientNS, err := sb.PodNetNS(pods[1])
-	if err != nil {
-		t.Fatal(err)
-	}
-	svc := &corev1.Service{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "backend"},
+	c := startConntrackSandbox(t, "alias", echoPodOn{"backend", 1}, echoPodOn{"client", 0})
+	n1, n2 := c.Nodes[0], c.Nodes[1]
+	backend := c.pods[0]
+	svc := c.createService(t, &corev1.Service{ObjectMeta: metav1.ObjectMeta{Namespace: c.ns, Name: "backend"},
 		Spec: corev1.ServiceSpec{Type: corev1.ServiceTypeNodePort, Selector: map[string]string{"app": "backend"},
 			ExternalTrafficPolicy: corev1.ServiceExternalTrafficPolicyCluster,
-			Ports:                 []corev1.ServicePort{{Name: "udp", Protocol: corev1.ProtocolUDP, Port: 80, TargetPort: intstr.FromInt32(framework.EchoPort)}}}}
-	svc, err = sb.CP.Client.CoreV1().Services(ns).Create(ctx, svc, metav1.CreateOptions{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := sb.WaitProgrammed(ctx, ns, svc.Name, "with its endpoint", framework.HasEndpoints(1)); err != nil {
-		t.Fatal(err)
-	}
+			Ports:                 []corev1.ServicePort{{Name: "udp", Protocol: corev1.ProtocolUDP, Port: 80, TargetPort: intstr.FromInt32(framework.EchoPort)}}}})
 	nodePort := net.JoinHostPort(n2.IP.String(), strconv.Itoa(int(svc.Spec.Ports[0].NodePort)))
 	var port int
 	var first string
 	framework.WaitFor(t, time.Minute, "node2's NodePort to answer the pod", func(context.Context) (bool, string, error) {
-		reply, p, err := udpEchoFrom(clientNS, 0, nodePort)
+		reply, p, err := udpEchoFrom(c.clientNS, 0, nodePort)
 		port, first = p, reply
 		return err == nil && strings.HasPrefix(reply, "backend "), fmt.Sprintf("%q %v", reply, err), nil
 	})

@@ -38,47 +38,23 @@ const timeWaitLen = 60
 // lasts, and that a connection from the same port to another Service of the endpoint is
 // answered from another port, once per backend placement.
 func TestClosedConnectionOutlivesTimeWait(t *testing.T) {
-	sb := framework.StartSandbox(t, framework.SandboxOptions{Proxy: framework.ProxyAntrea})
-	ctx := context.Background()
-	const ns = "timewait"
-	if err := sb.CreateNamespace(ctx, ns); err != nil {
-		t.Fatal(err)
-	}
-	n1, n2 := sb.Nodes[0], sb.Nodes[1]
-	pods, err := sb.RunPods(ctx,
-		framework.EchoPod(ns, "local", n1, map[string]string{"app": "local"}),
-		framework.EchoPod(ns, "remote", n2, map[string]string{"app": "remote"}),
-		framework.EchoPod(ns, "client", n1, map[string]string{"app": "client"}),
-	)
-	if err != nil {
-		t.Fatal(err)
-	}
-	client := pods[2]
-	clientNS, err := sb.PodNetNS(client)
-	if err != nil {
-		t.Fatal(err)
-	}
-	for _, b := range pods[:2] {
+	c := startConntrackSandbox(t, "timewait", echoPodOn{"local", 0}, echoPodOn{"remote", 1}, echoPodOn{"client", 0})
+	n1, n2 := c.Nodes[0], c.Nodes[1]
+	client := c.pods[2]
+	for _, b := range c.pods[:2] {
 		name := b.Name
 		t.Run(name, func(t *testing.T) {
 			vips := make([]string, 2)
 			for i := range vips {
-				svc := &corev1.Service{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: fmt.Sprintf("%s-%d", name, i)},
+				svc := c.createService(t, &corev1.Service{ObjectMeta: metav1.ObjectMeta{Namespace: c.ns, Name: fmt.Sprintf("%s-%d", name, i)},
 					Spec: corev1.ServiceSpec{Selector: map[string]string{"app": name}, Ports: []corev1.ServicePort{
-						{Name: "tcp", Protocol: corev1.ProtocolTCP, Port: 80, TargetPort: intstr.FromInt32(framework.EchoPort)}}}}
-				svc, err := sb.CP.Client.CoreV1().Services(ns).Create(ctx, svc, metav1.CreateOptions{})
-				if err != nil {
-					t.Fatal(err)
-				}
-				if err := sb.WaitProgrammed(ctx, ns, svc.Name, "with its endpoint", framework.HasEndpoints(1)); err != nil {
-					t.Fatal(err)
-				}
+						{Name: "tcp", Protocol: corev1.ProtocolTCP, Port: 80, TargetPort: intstr.FromInt32(framework.EchoPort)}}}})
 				vips[i] = net.JoinHostPort(svc.Spec.ClusterIP, "80")
 			}
 			var port int
 			var first string
 			framework.WaitFor(t, time.Minute, "the first ClusterIP to answer", func(context.Context) (bool, string, error) {
-				reply, p, err := tcpEchoFrom(clientNS, 0, vips[0])
+				reply, p, err := tcpEchoFrom(c.clientNS, 0, vips[0])
 				port, first = p, reply
 				return err == nil && strings.HasPrefix(reply, name+" "), fmt.Sprintf("%q %v", reply, err), nil
 			})
@@ -90,7 +66,7 @@ func TestClosedConnectionOutlivesTimeWait(t *testing.T) {
 			if name == "remote" {
 				checkClosedTimeout(t, n2, fmt.Sprintf("src=%s,dst=%s,sport=%d,", client.Status.PodIP, b.Status.PodIP, port))
 			}
-			second, _, err := tcpEchoFrom(clientNS, port, vips[1])
+			second, _, err := tcpEchoFrom(c.clientNS, port, vips[1])
 			if err != nil {
 				t.Fatalf("from port %d to %s after the same port's closed connection to %s: %v", port, vips[1], vips[0], err)
 			}

@@ -126,9 +126,9 @@ func runSize(t *testing.T, cfg config, n int, progress func(string, ...any)) siz
 // Start → programmed is timed by the proxy's own clock, not by the poll: the end of its first
 // sync with nothing queued after it (its last-sync gauge not before its last-queued one, read
 // every 100 ms from /metrics), once the Services' rules are verified to be there — a check
-// that at 30,000 Services takes seconds (the agent's servicemap is 25 MB, `nft list table`
-// runs for a minute), so it runs only when a new sync has ended, and the time it takes is not
-// counted.
+// that at 30,000 Services takes seconds to minutes (the agent's servicemap is 25 MB, `nft list
+// table` runs for over 2 minutes), so it runs only when a new sync has ended (again after a
+// check that could not look), and the time it takes is not counted.
 func measureStart(t *testing.T, sb *framework.Sandbox, sides []*side, res []*result, svcs []benchService, progress func(string, ...any)) {
 	deadline := startTimeout(len(svcs))
 	progress("starting both proxies (each must program every Service within %v)", deadline)
@@ -167,7 +167,7 @@ func waitProgrammed(s *side, svcs []benchService, start time.Time, timeout time.
 	var at time.Time
 	verified := 0.0 // the last sync whose rules were checked
 	err := pollUntil(timeout, 100*time.Millisecond, func() (bool, string) {
-		ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Minute)
 		defer cancel()
 		last, queued, err := s.Node.ProxySyncs(ctx, s.Prefix)
 		if err != nil {
@@ -179,9 +179,13 @@ func waitProgrammed(s *side, svcs []benchService, start time.Time, timeout time.
 		if last == verified {
 			return false, fmt.Sprintf("sync %.3f verified: not every Service", last)
 		}
-		verified = last
-		if ok, status := s.programmed(ctx, svcs); !ok {
-			return false, status
+		ok, missing, err := s.programmed(ctx, svcs)
+		if err != nil {
+			return false, err.Error() // could not look: look again
+		}
+		if !ok {
+			verified = last // looked: this sync left something out; wait for the next one
+			return false, missing
 		}
 		at = unixTime(last)
 		return true, ""

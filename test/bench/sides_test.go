@@ -22,8 +22,9 @@ type side struct {
 	Node *framework.Node
 	// Prefix starts its metric names ("antrea_proxy_" or "kubeproxy_").
 	Prefix string
-	// programmed reports whether every Service of svcs is programmed.
-	programmed func(ctx context.Context, svcs []benchService) (bool, string)
+	// programmed reports whether every Service of svcs is programmed (and if not, what is
+	// missing); err is for a check that could not look (to be retried).
+	programmed func(ctx context.Context, svcs []benchService) (ok bool, missing string, err error)
 	// locator returns, for Service name, what observe needs to find its rules cheaply.
 	locators map[string]string
 	// observe reports whether ip is an endpoint of Service name's programmed rules, and the
@@ -50,17 +51,17 @@ func (s *side) hist(ctx context.Context, name string) (histogram, error) {
 // with `ovs-ofctl dump-groups <bridge> <id>`) holds the new endpoint.
 func antreaSide(n *framework.Node, k int) *side {
 	s := &side{Name: "antrea-agent", Node: n, Prefix: framework.AntreaProxyMetricsPrefix, locators: map[string]string{}}
-	s.programmed = func(ctx context.Context, svcs []benchService) (bool, string) {
+	s.programmed = func(ctx context.Context, svcs []benchService) (bool, string, error) {
 		info, err := n.API.AgentInfo(ctx)
 		if err != nil {
-			return false, err.Error()
+			return false, "", err
 		}
 		if info.Services < len(svcs) {
-			return false, fmt.Sprintf("%d Services programmed", info.Services)
+			return false, fmt.Sprintf("%d Services programmed", info.Services), nil
 		}
 		m, err := n.API.ServiceMap(ctx, benchNamespace, "")
 		if err != nil {
-			return false, err.Error()
+			return false, "", err
 		}
 		got := map[string]bool{}
 		for _, it := range m.Items {
@@ -71,10 +72,10 @@ func antreaSide(n *framework.Node, k int) *side {
 		}
 		for _, sv := range svcs {
 			if !got[sv.Name] {
-				return false, fmt.Sprintf("%d of %d Services have a group of %d endpoints; not %s", len(got), len(svcs), k, sv.Name)
+				return false, fmt.Sprintf("%d of %d Services have a group of %d endpoints; not %s", len(got), len(svcs), k, sv.Name), nil
 			}
 		}
-		return true, ""
+		return true, "", nil
 	}
 	s.observe = func(name, ip string) (time.Time, bool, error) {
 		out, err := n.OVS.Ofctl("dump-groups", framework.Bridge, s.locators[name])
@@ -101,10 +102,10 @@ var kubeProxyServiceRE = regexp.MustCompile(`(\d+\.\d+\.\d+\.\d+) \. tcp \. 80 :
 // chain (chainHolds) finds the new endpoint in it.
 func kubeProxySide(n *framework.Node) *side {
 	s := &side{Name: "kube-proxy", Node: n, Prefix: framework.KubeProxyMetricsPrefix, locators: map[string]string{}}
-	s.programmed = func(ctx context.Context, svcs []benchService) (bool, string) {
+	s.programmed = func(ctx context.Context, svcs []benchService) (bool, string, error) {
 		rs, err := n.KubeProxyRuleset()
 		if err != nil {
-			return false, err.Error()
+			return false, "", err
 		}
 		chains := map[string]string{}
 		for _, m := range kubeProxyServiceRE.FindAllStringSubmatch(rs, -1) {
@@ -113,11 +114,11 @@ func kubeProxySide(n *framework.Node) *side {
 		for _, sv := range svcs {
 			c, ok := chains[sv.ClusterIP]
 			if !ok {
-				return false, fmt.Sprintf("%d ClusterIPs in the ruleset; not %s's %s", len(chains), sv.Name, sv.ClusterIP)
+				return false, fmt.Sprintf("%d ClusterIPs in the ruleset; not %s's %s", len(chains), sv.Name, sv.ClusterIP), nil
 			}
 			s.locators[sv.Name] = c
 		}
-		return true, ""
+		return true, "", nil
 	}
 	s.observe = func(name, ip string) (time.Time, bool, error) {
 		var ok bool

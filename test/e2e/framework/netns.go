@@ -85,7 +85,12 @@ func listNetNS(prefix string) []string {
 
 // Exec runs a command inside the namespace (bounded to one minute) and returns its combined output.
 func (n *NetNS) Exec(args ...string) (string, error) {
-	return ovssandbox.RunCmd(time.Minute, "ip", append([]string{"netns", "exec", n.Name}, args...)...)
+	return n.ExecFor(time.Minute, args...)
+}
+
+// ExecFor is Exec bounded to timeout.
+func (n *NetNS) ExecFor(timeout time.Duration, args ...string) (string, error) {
+	return ovssandbox.RunCmd(timeout, "ip", append([]string{"netns", "exec", n.Name}, args...)...)
 }
 
 // ExecStdin is Exec with stdin as the command's standard input.

@@ -115,13 +115,8 @@ func checkClosedTimeout(t *testing.T, node *framework.Node, orig string) {
 // can be bound again while the client's side of an earlier connection from it is in TIME_WAIT
 // (the client may send its FIN before the server's arrives).
 func tcpEchoFrom(ns *framework.NetNS, port int, addr string) (string, int, error) {
-	var c net.Conn
-	if err := ns.Do(func() error {
-		var err error
-		d := net.Dialer{LocalAddr: &net.TCPAddr{Port: port}, Timeout: clashAnswerWait, Control: reuseAddr}
-		c, err = d.Dial("tcp", addr)
-		return err
-	}); err != nil {
+	c, err := dialOnce(ns, port, addr)
+	if err != nil {
 		return "", port, err
 	}
 	defer c.Close()
@@ -129,6 +124,18 @@ func tcpEchoFrom(ns *framework.NetNS, port int, addr string) (string, int, error
 	_ = c.SetDeadline(time.Now().Add(clashAnswerWait))
 	line, err := bufio.NewReader(c).ReadString('\n')
 	return strings.TrimSpace(line), used, err
+}
+
+// dialOnce connects from the namespace's TCP port (0: any; SO_REUSEADDR) to addr.
+func dialOnce(ns *framework.NetNS, port int, addr string) (net.Conn, error) {
+	var c net.Conn
+	err := ns.Do(func() error {
+		var err error
+		d := net.Dialer{LocalAddr: &net.TCPAddr{Port: port}, Timeout: clashAnswerWait, Control: reuseAddr}
+		c, err = d.Dial("tcp", addr)
+		return err
+	})
+	return c, err
 }
 
 // reuseAddr sets SO_REUSEADDR on a socket before it is bound.

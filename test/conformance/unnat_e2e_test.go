@@ -133,20 +133,14 @@ func installUnNATLabFlows(t *testing.T, l *lab.Lab) {
 	}
 }
 
-// dialFrom connects from the client's TCP port (0: any, SO_REUSEADDR as tcpEchoFrom) to addr
-// and returns the open connection and its local port. A given port may still belong to the
+// dialFrom is dialOnce from the client's TCP port (0: any) to addr; it returns the open connection
+// and its local port. A given port may still belong to the
 // client's side of the previous connection for a moment (LAST_ACK, until the server's last ACK
 // arrives): the connect is retried while the kernel says the address is in use.
 func dialFrom(ns *framework.NetNS, port int, addr string) (net.Conn, int, error) {
 	deadline := time.Now().Add(clashAnswerWait)
 	for {
-		var c net.Conn
-		err := ns.Do(func() error {
-			var err error
-			d := net.Dialer{LocalAddr: &net.TCPAddr{Port: port}, Timeout: clashAnswerWait, Control: reuseAddr}
-			c, err = d.Dial("tcp", addr)
-			return err
-		})
+		c, err := dialOnce(ns, port, addr)
 		if err == nil {
 			return c, c.LocalAddr().(*net.TCPAddr).Port, nil
 		}

@@ -142,7 +142,8 @@ func measureStart(t *testing.T, sb *framework.Sandbox, sides []*side, res []*res
 		go func() {
 			defer wg.Done()
 			var at time.Time
-			at, errs[i] = waitProgrammed(s, svcs, start, deadline)
+			syncs := func(ctx context.Context) (float64, float64, error) { return s.Node.ProxySyncs(ctx, s.Prefix) }
+			at, errs[i] = waitProgrammed(syncs, s.programmed, svcs, start, deadline, 100*time.Millisecond)
 			res[i].Programmed = at.Sub(start)
 			if errs[i] == nil {
 				progress("%s programmed all %d Services after %v (seen %v later)", s.Name, len(svcs),
@@ -161,15 +162,20 @@ func measureStart(t *testing.T, sb *framework.Sandbox, sides []*side, res []*res
 	}
 }
 
-// waitProgrammed polls s until a sync of its that ended after start left nothing queued and
-// its rules hold every Service of svcs; it returns when that sync ended.
-func waitProgrammed(s *side, svcs []benchService, start time.Time, timeout time.Duration) (time.Time, error) {
+// waitProgrammed polls a proxy every interval until a sync of its that ended after start left
+// nothing queued and its rules hold every Service of svcs; it returns when that sync ended, by
+// the proxy's own clock. syncs reads its last-sync and last-queued gauges (Unix seconds);
+// programmed checks its rules (err: it could not look, and looks again at the next poll). A sync
+// whose rules were checked and found incomplete is not checked again: the next sync is awaited.
+func waitProgrammed(syncs func(context.Context) (last, queued float64, err error),
+	programmed func(context.Context, []benchService) (ok bool, missing string, err error),
+	svcs []benchService, start time.Time, timeout, interval time.Duration) (time.Time, error) {
 	var at time.Time
 	verified := 0.0 // the last sync whose rules were checked
-	err := pollUntil(timeout, 100*time.Millisecond, func() (bool, string) {
+	err := pollUntil(timeout, interval, func() (bool, string) {
 		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Minute)
 		defer cancel()
-		last, queued, err := s.Node.ProxySyncs(ctx, s.Prefix)
+		last, queued, err := syncs(ctx)
 		if err != nil {
 			return false, err.Error()
 		}
@@ -179,7 +185,7 @@ func waitProgrammed(s *side, svcs []benchService, start time.Time, timeout time.
 		if last == verified {
 			return false, fmt.Sprintf("sync %.3f verified: not every Service", last)
 		}
-		ok, missing, err := s.programmed(ctx, svcs)
+		ok, missing, err := programmed(ctx, svcs)
 		if err != nil {
 			return false, err.Error() // could not look: look again
 		}

@@ -44,7 +44,7 @@ func figures(res []*result, floor floorResult) []figure {
 	a, k := res[0], res[1]
 	f := []figure{
 		{Name: "start → all Services programmed", Unit: "s", Kind: total, A: a.Programmed.Seconds(), K: k.Programmed.Seconds()},
-		{Name: "full-sync metric, mean", Note: fmt.Sprintf("%.0f / %.0f syncs", a.FullSync.Count, k.FullSync.Count), Unit: "s", Kind: total, A: a.FullSync.Mean(), K: k.FullSync.Mean()},
+		{Name: "first full syncs (metric), mean", Note: fmt.Sprintf("%.0f / %.0f syncs", a.FullSync.Count, k.FullSync.Count), Unit: "s", Kind: total, A: a.FullSync.Mean(), K: k.FullSync.Mean()},
 		{Name: "RSS after the sync", Unit: "MB", Kind: total, A: a.RSS, K: k.RSS},
 		{Name: "idle CPU", Unit: "s/min", Kind: total, A: a.IdleCPU, K: k.IdleCPU},
 		{Name: "idle CPU of ovs-vswitchd", Unit: "s/min", Kind: total, A: a.OVSIdleCPU, AOnly: true},
@@ -111,7 +111,7 @@ func formatReport(sr sizeResult) string {
 			name += " (" + f.Note + ")"
 		}
 		fmt.Fprintf(&b, "| %s | %s | %s | %s |\n", name, formatValue(f.A, f.Unit), kv, ratio)
-		if f.Name == "full-sync metric, mean" {
+		if f.Name == "first full syncs (metric), mean" {
 			full = f.A
 		}
 	}

@@ -165,17 +165,34 @@ func (t *txn) ownedKeys(o owner) []string {
 // did not change, so the state holds only the latest slice of each owner, never parts of older
 // ones.
 func (t *txn) set(o owner, groups []*of.Group, flows []of.Flow) {
+	keys, sums := t.st.keysOf(flows)
+	t.setKeyed(o, groups, flows, keys, sums)
+}
+
+// keysOf returns the key and the digest of every flow of flows. It reads only the state's
+// seeds, fixed for its life: any goroutine may call it.
+func (s *flowState) keysOf(flows []of.Flow) ([]string, []flowSum) {
+	if len(flows) == 0 {
+		return nil, nil
+	}
+	keys, sums := make([]string, len(flows)), make([]flowSum, len(flows))
+	for i := range flows {
+		keys[i], sums[i] = of.FormatFlowKey(&flows[i]), s.sum(of.FormatFlow(&flows[i]))
+	}
+	return keys, sums
+}
+
+// setKeyed is set with the flows' keys and digests (keysOf) already computed.
+func (t *txn) setKeyed(o owner, groups []*of.Group, flows []of.Flow, keys []string, sums []flowSum) {
 	newKeys := make([]string, 0, len(flows))
 	seen := make(map[string]bool, len(flows))
 	for i := range flows {
-		f := &flows[i]
-		key := of.FormatFlowKey(f)
+		f, key, sum := &flows[i], keys[i], sums[i]
 		if seen[key] {
 			continue
 		}
 		seen[key] = true
 		newKeys = append(newKeys, key)
-		sum := t.st.sum(of.FormatFlow(f))
 		e := t.entry(key)
 		if e == nil {
 			e = &flowEntry{}

@@ -2,6 +2,7 @@ package proxy
 
 import (
 	"runtime"
+	"slices"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -118,10 +119,15 @@ func (c *computation) fill(j *svcJob) {
 	if len(j.want) == 0 {
 		return
 	}
-	eps := model.EndpointsForService(j.slices, j.nn, c.p.opts.NodeName, c.served)
 	for i := range j.want {
 		d := &j.want[i]
-		d.endpoints = eps[d.port.Name]
+		// Both families of a port share its endpoints (model.EndpointsForService per port,
+		// without its map).
+		if k := slices.IndexFunc(j.want[:i], func(o desired) bool { return o.port.Name == d.port.Name }); k >= 0 {
+			d.endpoints = j.want[k].endpoints
+		} else {
+			d.endpoints = model.EndpointsForServicePort(j.slices, d.port.Name, c.p.opts.NodeName, c.served)
+		}
 		d.flows = pipeline.ServicePort(c.node, pipeline.ServicePortInput{Port: d.port, Endpoints: d.endpoints,
 			IPv6: d.ipv6, GroupID: d.clusterGID, LocalGroupID: d.localGID})
 		d.stage(c.p.state)

@@ -88,7 +88,11 @@ func (c *computation) prepare(nn types.NamespacedName) {
 
 // run computes every prepared Service's flows.
 func (c *computation) run() {
-	workers := min(runtime.GOMAXPROCS(0), len(c.jobs)/parallelMin)
+	limit := c.p.computeWorkers
+	if limit <= 0 {
+		limit = runtime.GOMAXPROCS(0)
+	}
+	workers := min(limit, len(c.jobs)/parallelMin)
 	if workers < 2 {
 		for i := range c.jobs {
 			c.fill(&c.jobs[i])

@@ -2,6 +2,7 @@ package proxy
 
 import (
 	"hash/maphash"
+	"slices"
 	"sort"
 
 	of "github.com/antrea-proxy/antrea-proxy/pkg/ovs/openflow"
@@ -185,13 +186,25 @@ func (s *flowState) keysOf(flows []of.Flow) ([]string, []flowSum) {
 // setKeyed is set with the flows' keys and digests (keysOf) already computed.
 func (t *txn) setKeyed(o owner, groups []*of.Group, flows []of.Flow, keys []string, sums []flowSum) {
 	newKeys := make([]string, 0, len(flows))
-	seen := make(map[string]bool, len(flows))
+	// An owner has a few flows: a map of the keys seen only for many.
+	var seen map[string]bool
+	if len(flows) > smallOwner {
+		seen = make(map[string]bool, len(flows))
+	}
+	has := func(key string) bool {
+		if seen != nil {
+			return seen[key]
+		}
+		return slices.Contains(newKeys, key)
+	}
 	for i := range flows {
 		f, key, sum := &flows[i], keys[i], sums[i]
-		if seen[key] {
+		if has(key) {
 			continue
 		}
-		seen[key] = true
+		if seen != nil {
+			seen[key] = true
+		}
 		newKeys = append(newKeys, key)
 		e := t.entry(key)
 		if e == nil {
@@ -208,7 +221,7 @@ func (t *txn) setKeyed(o owner, groups []*of.Group, flows []of.Flow, keys []stri
 		}
 	}
 	for _, key := range t.ownedKeys(o) {
-		if seen[key] {
+		if has(key) {
 			continue
 		}
 		if e := t.entry(key); e != nil {
@@ -244,12 +257,37 @@ func (t *txn) resolve() {
 	}
 }
 
-func byID(gs []*of.Group) map[uint32]*of.Group {
+// smallOwner is the number of flows or groups up to which an owner's are searched in a list,
+// not a map.
+const smallOwner = 8
+
+// groupsByID finds groups by ID: in the list itself when it is short.
+type groupsByID struct {
+	list []*of.Group
+	m    map[uint32]*of.Group
+}
+
+func byID(gs []*of.Group) groupsByID {
+	if len(gs) <= smallOwner {
+		return groupsByID{list: gs}
+	}
 	m := make(map[uint32]*of.Group, len(gs))
 	for _, g := range gs {
 		m[g.ID] = g
 	}
-	return m
+	return groupsByID{m: m}
+}
+
+func (b groupsByID) get(id uint32) *of.Group {
+	if b.m != nil {
+		return b.m[id]
+	}
+	for _, g := range b.list {
+		if g.ID == id {
+			return g
+		}
+	}
+	return nil
 }
 
 // ops returns the bundle that takes OVS from the committed state to the staged one and, for
@@ -268,12 +306,14 @@ func (t *txn) ops() ([]of.Op, [][]owner) {
 	for o := range t.touchedGroups {
 		owners = append(owners, o)
 	}
-	sort.Slice(owners, func(i, j int) bool { return owners[i] < owners[j] })
-	for _, o := range owners {
+	slices.Sort(owners)
+	// Each op's owner list is a one-owner view of owners (read-only): not one allocation per
+	// owner.
+	for i, o := range owners {
 		before, after := byID(t.st.groups[o]), t.groups[o]
-		by := []owner{o}
+		by := owners[i : i+1 : i+1]
 		for _, g := range after {
-			b := before[g.ID]
+			b := before.get(g.ID)
 			switch {
 			case b == nil:
 				groupAdds.add(of.Op{Kind: of.AddGroup, Group: g}, by)
@@ -283,7 +323,7 @@ func (t *txn) ops() ([]of.Op, [][]owner) {
 		}
 		stay := byID(after)
 		for _, b := range t.st.groups[o] {
-			if stay[b.ID] == nil {
+			if stay.get(b.ID) == nil {
 				groupDels.add(of.Op{Kind: of.DeleteGroup, Group: b}, by)
 			}
 		}

@@ -91,11 +91,10 @@ func nodeZone(n *v1.Node) string {
 }
 
 func ownerOf(name model.ServicePortName, ipv6 bool) owner {
-	fam := "v4"
 	if ipv6 {
-		fam = "v6"
+		return owner(name.StringWith("/v6"))
 	}
-	return owner(name.String() + "/" + fam)
+	return owner(name.StringWith("/v4"))
 }
 
 // localOwner names the local group's ID allocation of an owner.

@@ -2,6 +2,7 @@ package proxy
 
 import (
 	"hash/maphash"
+	"slices"
 	"sort"
 
 	of "github.com/antrea-proxy/antrea-proxy/pkg/ovs/openflow"
@@ -165,17 +166,46 @@ func (t *txn) ownedKeys(o owner) []string {
 // did not change, so the state holds only the latest slice of each owner, never parts of older
 // ones.
 func (t *txn) set(o owner, groups []*of.Group, flows []of.Flow) {
-	newKeys := make([]string, 0, len(flows))
-	seen := make(map[string]bool, len(flows))
+	keys, sums := t.st.keysOf(flows)
+	t.setKeyed(o, groups, flows, keys, sums)
+}
+
+// keysOf returns the key and the digest of every flow of flows. It reads only the state's
+// seeds, fixed for its life: any goroutine may call it.
+func (s *flowState) keysOf(flows []of.Flow) ([]string, []flowSum) {
+	if len(flows) == 0 {
+		return nil, nil
+	}
+	keys, sums := make([]string, len(flows)), make([]flowSum, len(flows))
 	for i := range flows {
-		f := &flows[i]
-		key := of.FormatFlowKey(f)
-		if seen[key] {
+		keys[i], sums[i] = of.FormatFlowKey(&flows[i]), s.sum(of.FormatFlow(&flows[i]))
+	}
+	return keys, sums
+}
+
+// setKeyed is set with the flows' keys and digests (keysOf) already computed.
+func (t *txn) setKeyed(o owner, groups []*of.Group, flows []of.Flow, keys []string, sums []flowSum) {
+	newKeys := make([]string, 0, len(flows))
+	// An owner has a few flows: a map of the keys seen only for many.
+	var seen map[string]bool
+	if len(flows) > smallOwner {
+		seen = make(map[string]bool, len(flows))
+	}
+	has := func(key string) bool {
+		if seen != nil {
+			return seen[key]
+		}
+		return slices.Contains(newKeys, key)
+	}
+	for i := range flows {
+		f, key, sum := &flows[i], keys[i], sums[i]
+		if has(key) {
 			continue
 		}
-		seen[key] = true
+		if seen != nil {
+			seen[key] = true
+		}
 		newKeys = append(newKeys, key)
-		sum := t.st.sum(of.FormatFlow(f))
 		e := t.entry(key)
 		if e == nil {
 			e = &flowEntry{}
@@ -191,7 +221,7 @@ func (t *txn) set(o owner, groups []*of.Group, flows []of.Flow) {
 		}
 	}
 	for _, key := range t.ownedKeys(o) {
-		if seen[key] {
+		if has(key) {
 			continue
 		}
 		if e := t.entry(key); e != nil {
@@ -227,12 +257,37 @@ func (t *txn) resolve() {
 	}
 }
 
-func byID(gs []*of.Group) map[uint32]*of.Group {
+// smallOwner is the number of flows or groups up to which an owner's are searched in a list,
+// not a map.
+const smallOwner = 8
+
+// groupsByID finds groups by ID: in the list itself when it is short.
+type groupsByID struct {
+	list []*of.Group
+	m    map[uint32]*of.Group
+}
+
+func byID(gs []*of.Group) groupsByID {
+	if len(gs) <= smallOwner {
+		return groupsByID{list: gs}
+	}
 	m := make(map[uint32]*of.Group, len(gs))
 	for _, g := range gs {
 		m[g.ID] = g
 	}
-	return m
+	return groupsByID{m: m}
+}
+
+func (b groupsByID) get(id uint32) *of.Group {
+	if b.m != nil {
+		return b.m[id]
+	}
+	for _, g := range b.list {
+		if g.ID == id {
+			return g
+		}
+	}
+	return nil
 }
 
 // ops returns the bundle that takes OVS from the committed state to the staged one and, for
@@ -251,12 +306,14 @@ func (t *txn) ops() ([]of.Op, [][]owner) {
 	for o := range t.touchedGroups {
 		owners = append(owners, o)
 	}
-	sort.Slice(owners, func(i, j int) bool { return owners[i] < owners[j] })
-	for _, o := range owners {
+	slices.Sort(owners)
+	// Each op's owner list is a one-owner view of owners (read-only): not one allocation per
+	// owner.
+	for i, o := range owners {
 		before, after := byID(t.st.groups[o]), t.groups[o]
-		by := []owner{o}
+		by := owners[i : i+1 : i+1]
 		for _, g := range after {
-			b := before[g.ID]
+			b := before.get(g.ID)
 			switch {
 			case b == nil:
 				groupAdds.add(of.Op{Kind: of.AddGroup, Group: g}, by)
@@ -266,7 +323,7 @@ func (t *txn) ops() ([]of.Op, [][]owner) {
 		}
 		stay := byID(after)
 		for _, b := range t.st.groups[o] {
-			if stay[b.ID] == nil {
+			if stay.get(b.ID) == nil {
 				groupDels.add(of.Op{Kind: of.DeleteGroup, Group: b}, by)
 			}
 		}

@@ -3,7 +3,7 @@ package proxy
 import (
 	"context"
 	"fmt"
-	"sort"
+	"slices"
 
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/apimachinery/pkg/util/sets"
@@ -29,7 +29,8 @@ type plan struct {
 // not change); installed holds each Service's owners as committed. It is pure.
 func buildPlan(st *flowState, installed map[types.NamespacedName][]owner, in *syncInput, exclude sets.Set[types.NamespacedName]) *plan {
 	tx := st.begin()
-	pl := &plan{tx: tx, newOwners: map[types.NamespacedName][]owner{}}
+	pl := &plan{tx: tx, newOwners: make(map[types.NamespacedName][]owner, len(in.names)),
+		included: make([]types.NamespacedName, 0, len(in.names))}
 	if in.setBase {
 		tx.set(baseOwner, nil, in.base)
 	}
@@ -38,15 +39,20 @@ func buildPlan(st *flowState, installed map[types.NamespacedName][]owner, in *sy
 			continue
 		}
 		pl.included = append(pl.included, nn)
-		keep := map[owner]bool{}
-		for _, d := range in.computed[nn] {
-			keep[d.owner] = true
-			flows := append(append([]of.Flow(nil), d.flows.Flows...), d.flows.EndpointFlows...)
-			tx.set(d.owner, d.flows.Groups, flows)
-			pl.newOwners[nn] = append(pl.newOwners[nn], d.owner)
+		want := in.computed[nn]
+		var owners []owner
+		if len(want) > 0 {
+			owners = make([]owner, 0, len(want))
+		}
+		for _, d := range want {
+			tx.setKeyed(d.owner, d.flows.Groups, d.all, d.keys, d.sums)
+			owners = append(owners, d.owner)
+		}
+		if owners != nil {
+			pl.newOwners[nn] = owners
 		}
 		for _, o := range installed[nn] {
-			if !keep[o] {
+			if !slices.Contains(owners, o) {
 				tx.set(o, nil, nil)
 				pl.released = append(pl.released, o)
 			}
@@ -78,7 +84,7 @@ func firstBundleGroupDeletes(tx *txn, earlier []uint32) []uint32 {
 	for id := range ids {
 		out = append(out, id)
 	}
-	sort.Slice(out, func(i, j int) bool { return out[i] < out[j] })
+	slices.Sort(out)
 	return out
 }
 

@@ -54,7 +54,11 @@ type Proxier struct {
 	// recomputeAll makes full resyncs recompute every Service, whatever changed (benchmarks
 	// compare it with the default).
 	recomputeAll bool
-	// onCompute, when set, is called for every Service computeService computes (tests).
+	// computeWorkers caps the goroutines a sync computes Services on (0: GOMAXPROCS); tests
+	// compare spreads.
+	computeWorkers int
+	// onCompute, when set, is called for every Service a sync computes, on the sync goroutine
+	// (tests).
 	onCompute    func(types.NamespacedName)
 	started      bool
 	replayOwed   bool     // a replay failed: the next sync replays first

@@ -1,9 +1,11 @@
 package proxy
 
 import (
+	"cmp"
 	"context"
 	"net/netip"
-	"sort"
+	"slices"
+	"strings"
 	"time"
 
 	v1 "k8s.io/api/core/v1"
@@ -89,57 +91,10 @@ func nodeZone(n *v1.Node) string {
 }
 
 func ownerOf(name model.ServicePortName, ipv6 bool) owner {
-	fam := "v4"
 	if ipv6 {
-		fam = "v6"
+		return owner(name.StringWith("/v6"))
 	}
-	return owner(name.String() + "/" + fam)
-}
-
-// desired is what one Service needs: per owner, its group and flows.
-type desired struct {
-	owner      owner
-	clusterGID uint32
-	port       model.ServicePort
-	endpoints  []model.Endpoint
-	ipv6       bool
-	flows      pipeline.ServicePortFlows
-}
-
-// computeService returns the desired state of one Service (nil when it is gone or skipped).
-func (p *Proxier) computeService(nn types.NamespacedName) ([]desired, string) {
-	if p.onCompute != nil {
-		p.onCompute(nn)
-	}
-	svc := p.services[nn]
-	if svc == nil {
-		return nil, "deleted"
-	}
-	created := svc.CreationTimestamp.Time
-	if skip, why := model.ShouldSkipService(svc, p.opts.ServiceProxyName, p.opts.Skip); skip {
-		return nil, why
-	}
-	ports := model.ServicePortsFromService(svc, model.ConvertOptions{
-		ProxyLoadBalancerIPs: p.opts.ProxyLoadBalancerIPs, Served: p.families(), NodeName: p.opts.NodeName})
-	eps := model.EndpointsForService(p.track.Endpoints.SlicesFor(nn), nn, p.opts.NodeName, p.families())
-	n := p.nodeConfig()
-	var out []desired
-	for _, sp := range ports {
-		for _, ipv6 := range []bool{false, true} {
-			if !hasFamily(sp.ClusterIPs, ipv6) {
-				continue
-			}
-			o := ownerOf(sp.Name, ipv6)
-			p.ownerMeta[o] = ownerInfo{name: nn, created: created}
-			in := pipeline.ServicePortInput{Port: sp, Endpoints: eps[sp.Name], IPv6: ipv6, GroupID: p.groups.get(o)}
-			if sp.InternalPolicyLocal || sp.ExternalPolicyLocal {
-				in.LocalGroupID = p.groups.get(localOwner(o))
-			}
-			flows := pipeline.ServicePort(n, in)
-			out = append(out, desired{owner: o, clusterGID: in.GroupID, port: sp, endpoints: eps[sp.Name], ipv6: ipv6, flows: flows})
-		}
-	}
-	return out, ""
+	return owner(name.StringWith("/v4"))
 }
 
 // localOwner names the local group's ID allocation of an owner.
@@ -259,16 +214,20 @@ func (p *Proxier) gather(start time.Time, full bool) *syncInput {
 		n := p.nodeConfig()
 		in.base, in.nodePortAddrs = pipeline.BaseFlows(n), n.NodePortAddresses
 	}
-	in.computed = map[types.NamespacedName][]desired{}
+	in.computed = make(map[types.NamespacedName][]desired, len(p.dirty))
 	in.inputs = make(map[types.NamespacedName]svcInputs, len(p.dirty))
+	c := p.newComputation(len(p.dirty))
 	for _, nn := range sortedNames(p.dirty) {
 		if q := p.quarantine[nn]; q != nil && p.services[nn] != nil && start.Before(q.next) {
 			continue
 		}
 		in.inputs[nn] = p.inputsOf(nn)
-		want, _ := p.computeService(nn)
-		in.names = append(in.names, nn)
-		in.computed[nn] = want
+		c.prepare(nn)
+	}
+	c.run()
+	in.names = c.names
+	for i, nn := range c.names {
+		in.computed[nn] = c.jobs[i].want
 	}
 	if in.first {
 		in.stale, in.staleCurrent, in.staleGroups = p.stale, p.staleCurrent, p.staleGroups
@@ -282,8 +241,35 @@ func (p *Proxier) setSyncErr(err error) {
 	p.syncErr = err
 }
 
+// sortedNames returns the names of s ordered as their "namespace/name" strings are.
 func sortedNames(s sets.Set[types.NamespacedName]) []types.NamespacedName {
 	out := s.UnsortedList()
-	sort.Slice(out, func(i, j int) bool { return out[i].String() < out[j].String() })
+	slices.SortFunc(out, compareNames)
 	return out
+}
+
+// compareNames compares a and b as their "namespace/name" strings (NamespacedName.String)
+// compare, without building them.
+func compareNames(a, b types.NamespacedName) int {
+	if a.Namespace == b.Namespace {
+		return strings.Compare(a.Name, b.Name)
+	}
+	la, lb := len(a.Namespace)+1+len(a.Name), len(b.Namespace)+1+len(b.Name)
+	for i := 0; i < la && i < lb; i++ {
+		if ca, cb := nameByte(a, i), nameByte(b, i); ca != cb {
+			return cmp.Compare(ca, cb)
+		}
+	}
+	return cmp.Compare(la, lb)
+}
+
+// nameByte is byte i of nn's "namespace/name" string.
+func nameByte(nn types.NamespacedName, i int) byte {
+	switch {
+	case i < len(nn.Namespace):
+		return nn.Namespace[i]
+	case i == len(nn.Namespace):
+		return '/'
+	}
+	return nn.Name[i-len(nn.Namespace)-1]
 }

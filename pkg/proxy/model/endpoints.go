@@ -1,8 +1,9 @@
 package model
 
 import (
-	"net/netip"
-	"sort"
+	"cmp"
+	"slices"
+	"strings"
 
 	discovery "k8s.io/api/discovery/v1"
 	"k8s.io/apimachinery/pkg/types"
@@ -22,9 +23,16 @@ import (
 // wins, then serving, then not terminating, then the one in the slice with the smallest name, so
 // the result does not depend on slice order. The result is sorted by IP then port. It never
 // panics on malformed input; nil slices and endpoints are ignored.
-func EndpointsForServicePort(slices []*discovery.EndpointSlice, port ServicePortName, nodeName string, served Families) []Endpoint {
-	byAddr := map[netip.AddrPort]Endpoint{}
-	for _, slice := range sortedSlices(slices) {
+func EndpointsForServicePort(in []*discovery.EndpointSlice, port ServicePortName, nodeName string, served Families) []Endpoint {
+	sorted := sortedSlices(in)
+	n := 0
+	for _, slice := range sorted {
+		n += len(slice.Endpoints)
+	}
+	// Every usable endpoint in visit order (slices by name), then a stable sort by IP and port
+	// puts the copies of one endpoint next to each other, still in visit order: no map.
+	out := make([]Endpoint, 0, n)
+	for _, slice := range sorted {
 		if !sliceBelongsTo(slice, port.NamespacedName) || !servesAddressType(served, slice.AddressType) {
 			continue
 		}
@@ -33,32 +41,43 @@ func EndpointsForServicePort(slices []*discovery.EndpointSlice, port ServicePort
 			continue
 		}
 		for i := range slice.Endpoints {
-			ep, ok := convertEndpoint(&slice.Endpoints[i], slice.AddressType, num, nodeName)
-			if !ok {
-				continue
-			}
-			key := netip.AddrPortFrom(ep.IP, ep.Port)
-			if old, seen := byAddr[key]; !seen || better(ep, old) {
-				byAddr[key] = ep
+			if ep, ok := convertEndpoint(&slice.Endpoints[i], slice.AddressType, num, nodeName); ok {
+				out = append(out, ep)
 			}
 		}
 	}
-	if len(byAddr) == 0 {
+	if len(out) == 0 {
 		return nil
 	}
-	out := make([]Endpoint, 0, len(byAddr))
-	for _, ep := range byAddr {
-		out = append(out, ep)
+	if !slices.IsSortedFunc(out, compareEndpoints) {
+		slices.SortStableFunc(out, compareEndpoints)
 	}
-	SortEndpoints(out)
-	return out
+	return mergeDuplicates(out)
+}
+
+// mergeDuplicates keeps, of each run of copies of one endpoint in sorted eps, the first copy
+// no later one is better than (better), in place.
+func mergeDuplicates(eps []Endpoint) []Endpoint {
+	w := 0
+	for r := 0; r < len(eps); r++ {
+		if w > 0 && compareEndpoints(eps[w-1], eps[r]) == 0 {
+			if better(eps[r], eps[w-1]) {
+				eps[w-1] = eps[r]
+			}
+			continue
+		}
+		eps[w] = eps[r]
+		w++
+	}
+	clear(eps[w:])
+	return eps[:w]
 }
 
 // EndpointsForService merges the endpoints of every port of a Service, keyed by ServicePortName,
 // with the same rules as EndpointsForServicePort. Ports with no usable endpoint are absent.
-func EndpointsForService(slices []*discovery.EndpointSlice, svc types.NamespacedName, nodeName string, served Families) map[ServicePortName][]Endpoint {
-	ports := map[ServicePortName]struct{}{}
-	for _, slice := range slices {
+func EndpointsForService(in []*discovery.EndpointSlice, svc types.NamespacedName, nodeName string, served Families) map[ServicePortName][]Endpoint {
+	var ports []ServicePortName // a Service has few ports: a list, not a map
+	for _, slice := range in {
 		if !sliceBelongsTo(slice, svc) {
 			continue
 		}
@@ -74,12 +93,14 @@ func EndpointsForService(slices []*discovery.EndpointSlice, svc types.Namespaced
 					continue
 				}
 			}
-			ports[ServicePortName{NamespacedName: svc, Port: name, Protocol: proto}] = struct{}{}
+			if spn := (ServicePortName{NamespacedName: svc, Port: name, Protocol: proto}); !slices.Contains(ports, spn) {
+				ports = append(ports, spn)
+			}
 		}
 	}
-	out := map[ServicePortName][]Endpoint{}
-	for spn := range ports {
-		if eps := EndpointsForServicePort(slices, spn, nodeName, served); len(eps) > 0 {
+	out := make(map[ServicePortName][]Endpoint, len(ports))
+	for _, spn := range ports {
+		if eps := EndpointsForServicePort(in, spn, nodeName, served); len(eps) > 0 {
 			out[spn] = eps
 		}
 	}
@@ -87,24 +108,28 @@ func EndpointsForService(slices []*discovery.EndpointSlice, svc types.Namespaced
 }
 
 // SortEndpoints sorts endpoints canonically: by IP, then port.
-func SortEndpoints(eps []Endpoint) {
-	sort.Slice(eps, func(i, j int) bool {
-		if c := eps[i].IP.Compare(eps[j].IP); c != 0 {
-			return c < 0
-		}
-		return eps[i].Port < eps[j].Port
-	})
+func SortEndpoints(eps []Endpoint) { slices.SortFunc(eps, compareEndpoints) }
+
+// compareEndpoints orders endpoints by IP, then port.
+func compareEndpoints(a, b Endpoint) int {
+	if c := a.IP.Compare(b.IP); c != 0 {
+		return c
+	}
+	return cmp.Compare(a.Port, b.Port)
 }
 
 // sortedSlices drops nil slices and orders the rest by name, so merging is deterministic.
 func sortedSlices(in []*discovery.EndpointSlice) []*discovery.EndpointSlice {
+	if len(in) == 1 && in[0] != nil {
+		return in // the common case: nothing to drop or order
+	}
 	out := make([]*discovery.EndpointSlice, 0, len(in))
 	for _, s := range in {
 		if s != nil {
 			out = append(out, s)
 		}
 	}
-	sort.SliceStable(out, func(i, j int) bool { return out[i].Name < out[j].Name })
+	slices.SortStableFunc(out, func(a, b *discovery.EndpointSlice) int { return strings.Compare(a.Name, b.Name) })
 	return out
 }
 

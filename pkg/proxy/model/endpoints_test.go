@@ -127,6 +127,16 @@ func TestEndpointsForServicePort(t *testing.T) {
 			want: []Endpoint{want("10.0.0.2", 8080, "", false, true, true)},
 		},
 		{
+			name: "equally good copies: the one in the slice with the smallest name wins, whatever the order",
+			slices: []*discovery.EndpointSlice{
+				newSlice("c", discovery.AddressTypeIPv4, httpPorts, []discovery.Endpoint{ep("10.0.0.2", "node3"), ep("10.0.0.1", "node3")}),
+				newSlice("a", discovery.AddressTypeIPv4, httpPorts, []discovery.Endpoint{ep("10.0.0.2", "node1")}),
+				newSlice("b", discovery.AddressTypeIPv4, httpPorts, []discovery.Endpoint{ep("10.0.0.2", "node2"), ep("10.0.0.1", "node2")}),
+			},
+			port: spn("http", TCP), served: Families{IPv4: true},
+			want: []Endpoint{want("10.0.0.1", 8080, "node2", true, true, false), want("10.0.0.2", 8080, "node1", true, true, false)},
+		},
+		{
 			name: "same IP with different port numbers in two slices is two endpoints",
 			slices: []*discovery.EndpointSlice{
 				newSlice("a", discovery.AddressTypeIPv4, []discovery.EndpointPort{ePort("http", v1.ProtocolTCP, 8081)}, []discovery.Endpoint{ep("10.0.0.1", "")}),

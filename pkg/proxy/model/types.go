@@ -5,8 +5,8 @@
 package model
 
 import (
-	"fmt"
 	"net/netip"
+	"strings"
 
 	"k8s.io/apimachinery/pkg/types"
 )
@@ -27,11 +27,23 @@ type ServicePortName struct {
 	Protocol Protocol
 }
 
-func (n ServicePortName) String() string {
-	if n.Port == "" {
-		return fmt.Sprintf("%s/%s:%s", n.Namespace, n.Name, n.Protocol)
+func (n ServicePortName) String() string { return n.StringWith("") }
+
+// StringWith returns n.String() + suffix, built in one allocation.
+func (n ServicePortName) StringWith(suffix string) string {
+	var b strings.Builder
+	b.Grow(len(n.Namespace) + len(n.Name) + len(n.Port) + len(n.Protocol) + len(suffix) + 3)
+	b.WriteString(n.Namespace)
+	b.WriteByte('/')
+	b.WriteString(n.Name)
+	b.WriteByte(':')
+	if n.Port != "" {
+		b.WriteString(n.Port)
+		b.WriteByte('/')
 	}
-	return fmt.Sprintf("%s/%s:%s/%s", n.Namespace, n.Name, n.Port, n.Protocol)
+	b.WriteString(string(n.Protocol))
+	b.WriteString(suffix)
+	return b.String()
 }
 
 // IPMode is a load balancer ingress ipMode (KEP-1860): "" (unset), "VIP" or "Proxy".

@@ -1,7 +1,8 @@
 package tracker
 
 import (
-	"sort"
+	"slices"
+	"strings"
 	"sync"
 	"time"
 
@@ -173,7 +174,7 @@ func (t *EndpointsChangeTracker) SlicesFor(svc types.NamespacedName) []*discover
 	for _, s := range byName {
 		out = append(out, s)
 	}
-	sort.Slice(out, func(i, j int) bool { return out[i].Name < out[j].Name })
+	slices.SortFunc(out, func(a, b *discovery.EndpointSlice) int { return strings.Compare(a.Name, b.Name) })
 	return out
 }
 

@@ -90,9 +90,20 @@ func parseMatchToken(m *Match, key, val string, hasVal bool, tok string) error {
 		v, err = parseUint8(val)
 		m.ICMPCode = &v
 	case "tp_src", "tcp_src", "udp_src", "sctp_src":
-		m.TpSrc, err = parseUint16(val)
+		v, mask, masked := strings.Cut(val, "/")
+		if m.TpSrc, err = parseUint16(v); err == nil && masked {
+			m.TpSrcMask, err = parseUint16(mask)
+			m.TpSrc &= m.TpSrcMask
+			if m.TpSrcMask == 0xffff {
+				m.TpSrcMask = 0
+			}
+		}
 	case "tp_dst", "tcp_dst", "udp_dst", "sctp_dst":
 		m.TpDst, err = parseUint16(val)
+	case "tcp_flags":
+		var f TCPFlags
+		f, err = parseTCPFlags(val)
+		m.TCPFlags = &f
 	case "ct_state":
 		var s CtState
 		s, err = parseCtState(val)
@@ -341,4 +352,39 @@ func parseCtState(s string) (CtState, error) {
 		}
 		return CtState{Set: set, Unset: all &^ set}, nil
 	}
+}
+
+// parseTCPFlags parses a tcp_flags match in OVS's flag form ("+syn-ack").
+func parseTCPFlags(s string) (TCPFlags, error) {
+	var f TCPFlags
+	if s == "" {
+		return f, fmt.Errorf("empty tcp_flags")
+	}
+	for rest := s; rest != ""; {
+		sign := rest[0]
+		if sign != '+' && sign != '-' {
+			return TCPFlags{}, fmt.Errorf("unsupported tcp_flags %q (only the +flag-flag form)", s)
+		}
+		end := strings.IndexAny(rest[1:], "+-")
+		if end < 0 {
+			end = len(rest) - 1
+		}
+		name := rest[1 : end+1]
+		var flag TCPFlag
+		for _, n := range tcpFlagNames {
+			if n.name == name {
+				flag = n.flag
+			}
+		}
+		if flag == 0 {
+			return TCPFlags{}, fmt.Errorf("unknown tcp_flags flag %q", name)
+		}
+		if sign == '+' {
+			f.Set |= flag
+		} else {
+			f.Unset |= flag
+		}
+		rest = rest[end+1:]
+	}
+	return f, nil
 }

@@ -130,11 +130,17 @@ func FormatMatch(m *Match) string {
 	if m.ICMPCode != nil {
 		p.add("icmp_code=" + strconv.Itoa(int(*m.ICMPCode)))
 	}
-	if m.TpSrc != 0 {
-		p.add("tp_src=" + strconv.Itoa(int(m.TpSrc)))
+	if v, mask := m.TpSrcMasked(); mask == 0xffff {
+		p.add("tp_src=" + strconv.Itoa(int(v)))
+	} else if mask != 0 {
+		// OVS prints a masked transport port in hex.
+		p.add("tp_src=0x" + strconv.FormatUint(uint64(v), 16) + "/0x" + strconv.FormatUint(uint64(mask), 16))
 	}
 	if m.TpDst != 0 {
 		p.add("tp_dst=" + strconv.Itoa(int(m.TpDst)))
+	}
+	if m.TCPFlags != nil && *m.TCPFlags != (TCPFlags{}) {
+		p.add("tcp_flags=" + formatTCPFlags(*m.TCPFlags))
 	}
 	return p.String()
 }
@@ -240,6 +246,29 @@ func formatMasked128(v, m Uint128) string {
 		return formatUint128(v)
 	}
 	return formatUint128(Uint128{v.Hi & m.Hi, v.Lo & m.Lo}) + "/" + formatUint128(m)
+}
+
+// tcpFlagNames are OVS's names of the TCP flags, in the order it prints them.
+var tcpFlagNames = []struct {
+	flag TCPFlag
+	name string
+}{
+	{TCPFin, "fin"}, {TCPSyn, "syn"}, {TCPRst, "rst"}, {TCPPsh, "psh"}, {TCPAck, "ack"},
+	{TCPUrg, "urg"}, {TCPEce, "ece"}, {TCPCwr, "cwr"}, {TCPNs, "ns"},
+}
+
+// formatTCPFlags renders a tcp_flags match as OVS prints it ("+syn-ack").
+func formatTCPFlags(f TCPFlags) string {
+	var b strings.Builder
+	for _, n := range tcpFlagNames {
+		switch {
+		case f.Set&n.flag != 0:
+			b.WriteString("+" + n.name)
+		case f.Unset&n.flag != 0:
+			b.WriteString("-" + n.name)
+		}
+	}
+	return b.String()
 }
 
 var ctStateNames = []struct {
@@ -376,6 +405,9 @@ func formatNAT(n NAT) string {
 			addr = "[" + addr + "]"
 		}
 		addr += ":" + strconv.Itoa(int(n.Port))
+		if n.PortMax > n.Port {
+			addr += "-" + strconv.Itoa(int(n.PortMax))
+		}
 	}
 	return "nat(" + kind + "=" + addr + ")"
 }

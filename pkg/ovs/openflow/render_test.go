@@ -374,6 +374,21 @@ func randomMatch(r *rand.Rand) of.Match {
 		}
 		if m.IPProto == of.ProtoTCP || m.IPProto == of.ProtoUDP || m.IPProto == of.ProtoSCTP {
 			m.TpSrc, m.TpDst = uint16(r.IntN(3)*r.IntN(65536)), uint16(r.IntN(3)*r.IntN(65536))
+			if maybe(r) {
+				// A prefix mask, as the pipeline uses; the value is masked, as OVS prints it.
+				m.TpSrcMask = ^uint16(0) << r.IntN(16)
+				m.TpSrc &= m.TpSrcMask
+				if m.TpSrcMask == 0xffff {
+					m.TpSrcMask = 0
+				}
+			}
+		}
+		if m.IPProto == of.ProtoTCP && maybe(r) {
+			set := of.TCPFlag(r.IntN(1 << 9))
+			m.TCPFlags = &of.TCPFlags{Set: set, Unset: of.TCPFlag(r.IntN(1<<9)) &^ set}
+			if *m.TCPFlags == (of.TCPFlags{}) {
+				m.TCPFlags = nil
+			}
 		}
 	}
 	if m.EthType == of.EthTypeARP {
@@ -481,6 +496,9 @@ func randomAction(r *rand.Rand) of.Action {
 			ct.NAT = &of.NAT{Kind: of.NATReply}
 		case 2, 3:
 			ct.NAT = &of.NAT{Kind: of.NATKind(r.IntN(2) + 1), Addr: randomAddr(r, maybe(r)), Port: uint16(r.IntN(2) * r.IntN(65536))}
+			if ct.NAT.Port != 0 && maybe(r) {
+				ct.NAT.PortMax = ct.NAT.Port + uint16(r.IntN(int(^ct.NAT.Port)+1))
+			}
 		}
 		for range r.IntN(3) {
 			mm := randomMasked(r)

@@ -5,6 +5,7 @@ import (
 	"math/bits"
 	"net"
 	"net/netip"
+	"slices"
 	"strconv"
 	"strings"
 )
@@ -306,28 +307,8 @@ func parseCtState(s string) (CtState, error) {
 	case s == "":
 		return CtState{}, fmt.Errorf("empty ct_state")
 	case s[0] == '+' || s[0] == '-':
-		var st CtState
-		for rest := s; rest != ""; {
-			sign := rest[0]
-			if sign != '+' && sign != '-' {
-				return CtState{}, fmt.Errorf("invalid ct_state %q", s)
-			}
-			end := strings.IndexAny(rest[1:], "+-")
-			if end < 0 {
-				end = len(rest) - 1
-			}
-			f, err := flagByName(rest[1 : end+1])
-			if err != nil {
-				return CtState{}, err
-			}
-			if sign == '+' {
-				st.Set |= f
-			} else {
-				st.Unset |= f
-			}
-			rest = rest[end+1:]
-		}
-		return st, nil
+		set, unset, err := parseSignedFlags(s, "ct_state", ctStateNames)
+		return CtState{Set: set, Unset: unset}, err
 	case s[0] >= '0' && s[0] <= '9':
 		v, err := parseMasked32(s)
 		if err != nil {
@@ -356,35 +337,36 @@ func parseCtState(s string) (CtState, error) {
 
 // parseTCPFlags parses a tcp_flags match in OVS's flag form ("+syn-ack").
 func parseTCPFlags(s string) (TCPFlags, error) {
-	var f TCPFlags
-	if s == "" {
-		return f, fmt.Errorf("empty tcp_flags")
+	if s == "" || (s[0] != '+' && s[0] != '-') {
+		return TCPFlags{}, fmt.Errorf("unsupported tcp_flags %q (only the +flag-flag form)", s)
 	}
+	set, unset, err := parseSignedFlags(s, "tcp_flags", tcpFlagNames)
+	return TCPFlags{Set: set, Unset: unset}, err
+}
+
+// parseSignedFlags parses "+name-name..." (what names the field in errors) into the flags to
+// be set and those to be clear.
+func parseSignedFlags[F ~uint8 | ~uint16 | ~uint32](s, what string, names []flagName[F]) (set, unset F, err error) {
 	for rest := s; rest != ""; {
 		sign := rest[0]
 		if sign != '+' && sign != '-' {
-			return TCPFlags{}, fmt.Errorf("unsupported tcp_flags %q (only the +flag-flag form)", s)
+			return 0, 0, fmt.Errorf("invalid %s %q", what, s)
 		}
 		end := strings.IndexAny(rest[1:], "+-")
 		if end < 0 {
 			end = len(rest) - 1
 		}
 		name := rest[1 : end+1]
-		var flag TCPFlag
-		for _, n := range tcpFlagNames {
-			if n.name == name {
-				flag = n.flag
-			}
-		}
-		if flag == 0 {
-			return TCPFlags{}, fmt.Errorf("unknown tcp_flags flag %q", name)
+		i := slices.IndexFunc(names, func(n flagName[F]) bool { return n.name == name })
+		if i < 0 {
+			return 0, 0, fmt.Errorf("unknown %s flag %q", what, name)
 		}
 		if sign == '+' {
-			f.Set |= flag
+			set |= names[i].flag
 		} else {
-			f.Unset |= flag
+			unset |= names[i].flag
 		}
 		rest = rest[end+1:]
 	}
-	return f, nil
+	return set, unset, nil
 }

@@ -248,33 +248,37 @@ func formatMasked128(v, m Uint128) string {
 	return formatUint128(Uint128{v.Hi & m.Hi, v.Lo & m.Lo}) + "/" + formatUint128(m)
 }
 
-// tcpFlagNames are OVS's names of the TCP flags, in the order it prints them.
-var tcpFlagNames = []struct {
-	flag TCPFlag
+// flagName is OVS's name of one bit of a flags field (ct_state, tcp_flags).
+type flagName[F ~uint8 | ~uint16 | ~uint32] struct {
+	flag F
 	name string
-}{
-	{TCPFin, "fin"}, {TCPSyn, "syn"}, {TCPRst, "rst"}, {TCPPsh, "psh"}, {TCPAck, "ack"},
-	{TCPUrg, "urg"}, {TCPEce, "ece"}, {TCPCwr, "cwr"}, {TCPNs, "ns"},
 }
 
-// formatTCPFlags renders a tcp_flags match as OVS prints it ("+syn-ack").
-func formatTCPFlags(f TCPFlags) string {
+// formatSignedFlags renders the flags of set as "+name" and those of unset as "-name", in the
+// order of names ("+new-est+trk").
+func formatSignedFlags[F ~uint8 | ~uint16 | ~uint32](set, unset F, names []flagName[F]) string {
 	var b strings.Builder
-	for _, n := range tcpFlagNames {
+	for _, n := range names {
 		switch {
-		case f.Set&n.flag != 0:
+		case set&n.flag != 0:
 			b.WriteString("+" + n.name)
-		case f.Unset&n.flag != 0:
+		case unset&n.flag != 0:
 			b.WriteString("-" + n.name)
 		}
 	}
 	return b.String()
 }
 
-var ctStateNames = []struct {
-	flag CtStateFlags
-	name string
-}{
+// tcpFlagNames are OVS's names of the TCP flags, in the order it prints them.
+var tcpFlagNames = []flagName[TCPFlag]{
+	{TCPFin, "fin"}, {TCPSyn, "syn"}, {TCPRst, "rst"}, {TCPPsh, "psh"}, {TCPAck, "ack"},
+	{TCPUrg, "urg"}, {TCPEce, "ece"}, {TCPCwr, "cwr"}, {TCPNs, "ns"},
+}
+
+// formatTCPFlags renders a tcp_flags match as OVS prints it ("+syn-ack").
+func formatTCPFlags(f TCPFlags) string { return formatSignedFlags(f.Set, f.Unset, tcpFlagNames) }
+
+var ctStateNames = []flagName[CtStateFlags]{
 	{CtNew, "new"}, {CtEst, "est"}, {CtRel, "rel"}, {CtRpl, "rpl"},
 	{CtInv, "inv"}, {CtTrk, "trk"}, {CtSNAT, "snat"}, {CtDNAT, "dnat"},
 }
@@ -299,16 +303,7 @@ func FormatCtState(s CtState) string {
 		}
 		return strings.Join(names, "|")
 	}
-	var b strings.Builder
-	for _, n := range ctStateNames {
-		switch {
-		case s.Set&n.flag != 0:
-			b.WriteString("+" + n.name)
-		case s.Unset&n.flag != 0:
-			b.WriteString("-" + n.name)
-		}
-	}
-	return b.String()
+	return formatSignedFlags(s.Set, s.Unset, ctStateNames)
 }
 
 // FormatActions renders an action list; an empty list renders as "drop".

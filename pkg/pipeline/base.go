@@ -23,6 +23,11 @@ type NodeConfig struct {
 	// LB IPs have before the host SNATs them to the gateway address, against which
 	// loadBalancerSourceRanges are checked for them.
 	NodeIPs []netip.Addr
+	// PeerNodeIPs are the other nodes' addresses (their InternalIPs). A connection another node
+	// DNATed and masqueraded arrives with one of them as source, from a port that node's own
+	// connections to this node's NodePorts also use: a new TCP connection from one of them
+	// that no Service claimed has its source port moved always (peerCommitFlows).
+	PeerNodeIPs []netip.Addr
 	// NodeName and Zone (the node's topology.kubernetes.io/zone label) drive topology-aware
 	// routing.
 	NodeName, Zone string
@@ -186,6 +191,7 @@ func conntrackFlows(n NodeConfig, c uint64, f family) []of.Flow {
 			Actions: []of.Action{serviceTupleCommit(f)}},
 	}
 	flows = append(flows, conntrackCommitFlows(c, f)...)
+	flows = append(flows, peerCommitFlows(n, c, f)...)
 	if gw := n.gatewayIP(f); gw.IsValid() {
 		flows = append(flows, serviceSNATFlow(c, f, gw, PriorityNormal, SourceGateway|BitExternalService, SourceMask|BitExternalService),
 			// The node's own Service connections (BitFromHost, set by the gateway flows): a
@@ -259,4 +265,55 @@ func serviceSNATFlow(c uint64, f family, gw netip.Addr, prio uint16, value, mask
 		Actions: []of.Action{of.CT{Commit: true, Zone: f.snatZone, Table: TableL3Forwarding, HasTable: true,
 			NAT:  &of.NAT{Kind: of.NATSrc, Addr: gw},
 			Exec: []of.Action{of.SetCtMark{Value: CtMarkSNAT, Mask: CtMarkSNAT}}}}}
+}
+
+// Source port ranges of peerCommitFlows: a port from 32768 up moves below, a lower one above.
+const (
+	peerPortsLow  = 1024 // the first port a moved connection may get (Linux keeps <1024 below)
+	peerPortsMid  = 32768
+	peerPortsHigh = 65535
+)
+
+// peerCommitFlows commit, in ConntrackCommit, the new TCP connections from another node's
+// address (NodeConfig.PeerNodeIPs) that no Service claimed, with a SNAT to their own address
+// and a port range that does not hold their port, so that the port always moves.
+//
+// Such a connection is usually one the other node DNATed and masqueraded, and its tuple may be
+// the DNATed tuple of a closed connection from the same node address and port to a NodePort of
+// this node, whose record would have tagged it (serviceTupleFlow) but that its SYN expired: a
+// SYN on a connection both of whose sides closed starts a new one. Committed plain, it would
+// share the closed connection's reply tuple, and the endpoint, which may hold that tuple in
+// TIME_WAIT, refuses its SYN when its timestamp is older (docs/conformance.md, antrea-lossy).
+// A zero SNAT cannot be used without the tag: when the reply tuple is free it moves nothing,
+// and ovs-vswitchd 3.1 aborts on such an un-NAT entry (conntrackCommitFlows). A port range
+// with the connection's own address moves the port whether the reply tuple is taken or not;
+// OVS takes the first free port from a hash of the tuple. Only the first packet (SYN without
+// ACK) is matched: a connection OVS picks up in the middle (after a restart) keeps its port.
+// Ports below 1024 keep the plain commit (their class is small and they are rare).
+func peerCommitFlows(n NodeConfig, c uint64, f family) []of.Flow {
+	syn := &of.TCPFlags{Set: of.TCPSyn, Unset: of.TCPAck}
+	newConn := &of.CtState{Set: of.CtNew | of.CtTrk}
+	var flows []of.Flow
+	for _, a := range n.PeerNodeIPs {
+		if familyOf(a) != f {
+			continue
+		}
+		src := netip.PrefixFrom(a, a.BitLen())
+		commit := func(lo, hi uint16) of.CT {
+			return of.CT{Commit: true, Zone: f.serviceZone, Table: TableL3Forwarding, HasTable: true,
+				NAT: &of.NAT{Kind: of.NATSrc, Addr: a, Port: lo, PortMax: hi}}
+		}
+		plain := of.CT{Commit: true, Zone: f.serviceZone, Table: TableL3Forwarding, HasTable: true}
+		m := of.Match{EthType: f.ethType, IPProto: of.ProtoTCP, Src: src, CtState: newConn, TCPFlags: syn}
+		low, high := m, m
+		low.TpSrcMask = 0xfc00 // 0-1023
+		high.TpSrc, high.TpSrcMask = peerPortsMid, peerPortsMid
+		flows = append(flows,
+			of.Flow{Table: TableConntrackCommit, Priority: PriorityPeerLowPorts, Cookie: c, Match: low, Actions: []of.Action{plain}},
+			of.Flow{Table: TableConntrackCommit, Priority: PriorityPeerHighPorts, Cookie: c, Match: high,
+				Actions: []of.Action{commit(peerPortsLow, peerPortsMid-1)}},
+			of.Flow{Table: TableConntrackCommit, Priority: PriorityPeer, Cookie: c, Match: m,
+				Actions: []of.Action{commit(peerPortsMid, peerPortsHigh)}})
+	}
+	return flows
 }

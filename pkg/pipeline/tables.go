@@ -30,7 +30,8 @@ const (
 	TableSessionAffinityLearn uint8 = 17
 	// TableConntrackCommit commits new connections that no Service claimed, so that their
 	// replies are tracked as established rather than invalid; with nat(src) only those whose
-	// tuple a Service connection of this node has as its DNATed tuple.
+	// tuple a Service connection of this node has as its DNATed tuple, and new TCP connections
+	// from other nodes' addresses with a SNAT that always moves their port.
 	TableConntrackCommit uint8 = 19
 	// TableL3Forwarding forwards by destination IP (filled by the node data path).
 	TableL3Forwarding uint8 = 20
@@ -136,6 +137,13 @@ const (
 	// the SNAT of external connections, which host connections may also be marked for.
 	PriorityHostSNAT uint16 = 201
 	PriorityNormal   uint16 = 200
+	// PriorityPeerLowPorts, PriorityPeerHighPorts and PriorityPeer commit the new TCP
+	// connections from other nodes' addresses (ConntrackCommit): from a port below 1024 plain,
+	// from 32768 up and from the rest with a SNAT that moves the port (peerCommitFlows); below
+	// the zero SNAT of tagged connections (PriorityHigh).
+	PriorityPeerLowPorts  uint16 = 204
+	PriorityPeerHighPorts uint16 = 203
+	PriorityPeer          uint16 = 202
 	// PriorityRangeDrop drops what loadBalancerSourceRanges does not allow.
 	PriorityRangeDrop uint16 = 195
 	PriorityLow       uint16 = 190

@@ -77,6 +77,10 @@ func TestConformance(t *testing.T) {
 		all[i] = i
 	}
 	out := probeAll(worlds, rows, all, firstProbes, workers)
+	var clashes string
+	if os.Getenv("CONFORMANCE_REPORT") != "" {
+		clashes = replyTupleClashes(worlds[0])
+	}
 	verdicts := make([]Verdict, len(rows))
 	var again []int
 	for i, r := range rows {
@@ -113,6 +117,7 @@ func TestConformance(t *testing.T) {
 				fmt.Fprintf(&b, "lost %s %s at %s\n", worlds[0].kind, v.Row.Key(), at.Format("15:04:05.000"))
 			}
 		}
+		b.WriteString(clashes)
 		for _, w := range worlds {
 			for k, e := range w.errs {
 				fmt.Fprintf(&b, "error %s %s: %s\n", w.kind, k, e)

@@ -109,10 +109,10 @@ func TestNoUnNATEntryOfAnUnchangedTuple(t *testing.T) {
 }
 
 // installUnNATLabFlows installs the pipeline's base flows and a ClusterIP (TCP port 80) whose
-// only endpoint is the lab's backend.
-func installUnNATLabFlows(t *testing.T, l *lab.Lab) {
+// only endpoint is the lab's backend; peers are the NodeConfig's PeerNodeIPs.
+func installUnNATLabFlows(t *testing.T, l *lab.Lab, peers ...netip.Addr) {
 	t.Helper()
-	node := pipeline.NodeConfig{Round: 1, IPv4: true, NodeName: "lab"}
+	node := pipeline.NodeConfig{Round: 1, IPv4: true, NodeName: "lab", PeerNodeIPs: peers}
 	var ops []of.Op
 	for _, f := range pipeline.BaseFlows(node) {
 		ops = append(ops, of.Op{Kind: of.AddFlow, Flow: &f})

@@ -28,6 +28,9 @@ type NAT struct {
 	// reply tuple is already taken (OVS's zero SNAT, the null binding of Linux conntrack).
 	Addr netip.Addr
 	Port uint16 // 0 keeps the port
+	// PortMax, when above Port, makes the port a range (nat(src=ADDR:Port-PortMax)); it
+	// requires an address (OVS refuses a range for the all-zero one).
+	PortMax uint16
 }
 
 // keepsAddress reports whether n is a NATSrc or NATDst without an address ("nat(src)").

@@ -264,6 +264,17 @@ func canonicalMatch(m Match) Match {
 	}
 	m.CtMark = canonicalMasked(m.CtMark)
 	m.PktMark = canonicalMasked(m.PktMark)
+	// OVS keeps a masked tp_src's value masked and prints a full mask as an exact match.
+	m.TpSrc, m.TpSrcMask = m.TpSrcMasked()
+	if m.TpSrcMask == 0xffff {
+		m.TpSrcMask = 0
+	}
+	if m.TCPFlags != nil && *m.TCPFlags == (TCPFlags{}) {
+		m.TCPFlags = nil
+	} else if m.TCPFlags != nil {
+		f := *m.TCPFlags
+		m.TCPFlags = &f
+	}
 	if m.ICMPType != nil {
 		v := *m.ICMPType
 		m.ICMPType = &v
@@ -357,6 +368,9 @@ func canonicalAction(a Action) Action {
 			}
 			if n.keepsAddress() {
 				n = NAT{Kind: n.Kind}
+			}
+			if n.Port == 0 || n.PortMax <= n.Port {
+				n.PortMax = 0 // a range of one port prints as that port
 			}
 			a.NAT = &n
 		}

@@ -282,7 +282,7 @@ func parseNAT(t string) (*NAT, error) {
 		return &NAT{Kind: NATDst}, nil
 	}
 	kindStr, addrStr, ok := strings.Cut(body, "=")
-	if !ok || strings.Contains(addrStr, ",") || strings.Contains(addrStr, "-") {
+	if !ok || strings.Contains(addrStr, ",") {
 		return nil, fmt.Errorf("unsupported nat %q (only one address and port)", t)
 	}
 	n := &NAT{}
@@ -318,8 +318,14 @@ func parseNAT(t string) (*NAT, error) {
 	}
 	n.Addr = addr
 	if portStr != "" {
-		if n.Port, err = parseUint16(portStr); err != nil {
+		minStr, maxStr, isRange := strings.Cut(portStr, "-")
+		if n.Port, err = parseUint16(minStr); err != nil {
 			return nil, err
+		}
+		if isRange {
+			if n.PortMax, err = parseUint16(maxStr); err != nil {
+				return nil, err
+			}
 		}
 	}
 	return n, nil

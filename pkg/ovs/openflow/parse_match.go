@@ -5,6 +5,7 @@ import (
 	"math/bits"
 	"net"
 	"net/netip"
+	"slices"
 	"strconv"
 	"strings"
 )
@@ -90,9 +91,20 @@ func parseMatchToken(m *Match, key, val string, hasVal bool, tok string) error {
 		v, err = parseUint8(val)
 		m.ICMPCode = &v
 	case "tp_src", "tcp_src", "udp_src", "sctp_src":
-		m.TpSrc, err = parseUint16(val)
+		v, mask, masked := strings.Cut(val, "/")
+		if m.TpSrc, err = parseUint16(v); err == nil && masked {
+			m.TpSrcMask, err = parseUint16(mask)
+			m.TpSrc &= m.TpSrcMask
+			if m.TpSrcMask == 0xffff {
+				m.TpSrcMask = 0
+			}
+		}
 	case "tp_dst", "tcp_dst", "udp_dst", "sctp_dst":
 		m.TpDst, err = parseUint16(val)
+	case "tcp_flags":
+		var f TCPFlags
+		f, err = parseTCPFlags(val)
+		m.TCPFlags = &f
 	case "ct_state":
 		var s CtState
 		s, err = parseCtState(val)
@@ -295,28 +307,8 @@ func parseCtState(s string) (CtState, error) {
 	case s == "":
 		return CtState{}, fmt.Errorf("empty ct_state")
 	case s[0] == '+' || s[0] == '-':
-		var st CtState
-		for rest := s; rest != ""; {
-			sign := rest[0]
-			if sign != '+' && sign != '-' {
-				return CtState{}, fmt.Errorf("invalid ct_state %q", s)
-			}
-			end := strings.IndexAny(rest[1:], "+-")
-			if end < 0 {
-				end = len(rest) - 1
-			}
-			f, err := flagByName(rest[1 : end+1])
-			if err != nil {
-				return CtState{}, err
-			}
-			if sign == '+' {
-				st.Set |= f
-			} else {
-				st.Unset |= f
-			}
-			rest = rest[end+1:]
-		}
-		return st, nil
+		set, unset, err := parseSignedFlags(s, "ct_state", ctStateNames)
+		return CtState{Set: set, Unset: unset}, err
 	case s[0] >= '0' && s[0] <= '9':
 		v, err := parseMasked32(s)
 		if err != nil {
@@ -341,4 +333,40 @@ func parseCtState(s string) (CtState, error) {
 		}
 		return CtState{Set: set, Unset: all &^ set}, nil
 	}
+}
+
+// parseTCPFlags parses a tcp_flags match in OVS's flag form ("+syn-ack").
+func parseTCPFlags(s string) (TCPFlags, error) {
+	if s == "" || (s[0] != '+' && s[0] != '-') {
+		return TCPFlags{}, fmt.Errorf("unsupported tcp_flags %q (only the +flag-flag form)", s)
+	}
+	set, unset, err := parseSignedFlags(s, "tcp_flags", tcpFlagNames)
+	return TCPFlags{Set: set, Unset: unset}, err
+}
+
+// parseSignedFlags parses "+name-name..." (what names the field in errors) into the flags to
+// be set and those to be clear.
+func parseSignedFlags[F ~uint8 | ~uint16 | ~uint32](s, what string, names []flagName[F]) (set, unset F, err error) {
+	for rest := s; rest != ""; {
+		sign := rest[0]
+		if sign != '+' && sign != '-' {
+			return 0, 0, fmt.Errorf("invalid %s %q", what, s)
+		}
+		end := strings.IndexAny(rest[1:], "+-")
+		if end < 0 {
+			end = len(rest) - 1
+		}
+		name := rest[1 : end+1]
+		i := slices.IndexFunc(names, func(n flagName[F]) bool { return n.name == name })
+		if i < 0 {
+			return 0, 0, fmt.Errorf("unknown %s flag %q", what, name)
+		}
+		if sign == '+' {
+			set |= names[i].flag
+		} else {
+			unset |= names[i].flag
+		}
+		rest = rest[end+1:]
+	}
+	return set, unset, nil
 }

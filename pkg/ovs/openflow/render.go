@@ -130,11 +130,17 @@ func FormatMatch(m *Match) string {
 	if m.ICMPCode != nil {
 		p.add("icmp_code=" + strconv.Itoa(int(*m.ICMPCode)))
 	}
-	if m.TpSrc != 0 {
-		p.add("tp_src=" + strconv.Itoa(int(m.TpSrc)))
+	if v, mask := m.TpSrcMasked(); mask == 0xffff {
+		p.add("tp_src=" + strconv.Itoa(int(v)))
+	} else if mask != 0 {
+		// OVS prints a masked transport port in hex.
+		p.add("tp_src=0x" + strconv.FormatUint(uint64(v), 16) + "/0x" + strconv.FormatUint(uint64(mask), 16))
 	}
 	if m.TpDst != 0 {
 		p.add("tp_dst=" + strconv.Itoa(int(m.TpDst)))
+	}
+	if m.TCPFlags != nil && *m.TCPFlags != (TCPFlags{}) {
+		p.add("tcp_flags=" + formatTCPFlags(*m.TCPFlags))
 	}
 	return p.String()
 }
@@ -242,10 +248,37 @@ func formatMasked128(v, m Uint128) string {
 	return formatUint128(Uint128{v.Hi & m.Hi, v.Lo & m.Lo}) + "/" + formatUint128(m)
 }
 
-var ctStateNames = []struct {
-	flag CtStateFlags
+// flagName is OVS's name of one bit of a flags field (ct_state, tcp_flags).
+type flagName[F ~uint8 | ~uint16 | ~uint32] struct {
+	flag F
 	name string
-}{
+}
+
+// formatSignedFlags renders the flags of set as "+name" and those of unset as "-name", in the
+// order of names ("+new-est+trk").
+func formatSignedFlags[F ~uint8 | ~uint16 | ~uint32](set, unset F, names []flagName[F]) string {
+	var b strings.Builder
+	for _, n := range names {
+		switch {
+		case set&n.flag != 0:
+			b.WriteString("+" + n.name)
+		case unset&n.flag != 0:
+			b.WriteString("-" + n.name)
+		}
+	}
+	return b.String()
+}
+
+// tcpFlagNames are OVS's names of the TCP flags, in the order it prints them.
+var tcpFlagNames = []flagName[TCPFlag]{
+	{TCPFin, "fin"}, {TCPSyn, "syn"}, {TCPRst, "rst"}, {TCPPsh, "psh"}, {TCPAck, "ack"},
+	{TCPUrg, "urg"}, {TCPEce, "ece"}, {TCPCwr, "cwr"}, {TCPNs, "ns"},
+}
+
+// formatTCPFlags renders a tcp_flags match as OVS prints it ("+syn-ack").
+func formatTCPFlags(f TCPFlags) string { return formatSignedFlags(f.Set, f.Unset, tcpFlagNames) }
+
+var ctStateNames = []flagName[CtStateFlags]{
 	{CtNew, "new"}, {CtEst, "est"}, {CtRel, "rel"}, {CtRpl, "rpl"},
 	{CtInv, "inv"}, {CtTrk, "trk"}, {CtSNAT, "snat"}, {CtDNAT, "dnat"},
 }
@@ -270,16 +303,7 @@ func FormatCtState(s CtState) string {
 		}
 		return strings.Join(names, "|")
 	}
-	var b strings.Builder
-	for _, n := range ctStateNames {
-		switch {
-		case s.Set&n.flag != 0:
-			b.WriteString("+" + n.name)
-		case s.Unset&n.flag != 0:
-			b.WriteString("-" + n.name)
-		}
-	}
-	return b.String()
+	return formatSignedFlags(s.Set, s.Unset, ctStateNames)
 }
 
 // FormatActions renders an action list; an empty list renders as "drop".
@@ -376,6 +400,9 @@ func formatNAT(n NAT) string {
 			addr = "[" + addr + "]"
 		}
 		addr += ":" + strconv.Itoa(int(n.Port))
+		if n.PortMax > n.Port {
+			addr += "-" + strconv.Itoa(int(n.PortMax))
+		}
 	}
 	return "nat(" + kind + "=" + addr + ")"
 }

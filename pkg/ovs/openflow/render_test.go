@@ -46,6 +46,11 @@ func TestFormatMatchGolden(t *testing.T) {
 		{of.Match{EthType: of.EthTypeIPv6, Src: pfx("fd00::5/64"), Dst: pfx("fd00::1/128")}, "ipv6,ipv6_src=fd00::/64,ipv6_dst=fd00::1"},
 		{of.Match{EthType: of.EthTypeARP, ARPTPA: netip.MustParseAddr("10.0.0.1"), ARPOp: 2}, "arp,arp_tpa=10.0.0.1,arp_op=2"},
 		{of.Match{EthType: of.EthTypeIP, IPProto: of.ProtoTCP, TpSrc: 1000, TpDst: 80}, "tcp,tp_src=1000,tp_dst=80"},
+		{of.Match{EthType: of.EthTypeIP, IPProto: of.ProtoTCP, TpSrc: 0x8000, TpSrcMask: 0x8000}, "tcp,tp_src=0x8000/0x8000"},
+		{of.Match{EthType: of.EthTypeIP, IPProto: of.ProtoTCP, TpSrcMask: 0xfc00}, "tcp,tp_src=0x0/0xfc00"},
+		{of.Match{EthType: of.EthTypeIP, IPProto: of.ProtoTCP, TpSrc: 1000, TpSrcMask: 0xffff}, "tcp,tp_src=1000"},
+		{of.Match{EthType: of.EthTypeIP, IPProto: of.ProtoTCP, TCPFlags: &of.TCPFlags{Set: of.TCPSyn, Unset: of.TCPAck}}, "tcp,tcp_flags=+syn-ack"},
+		{of.Match{EthType: of.EthTypeIP, IPProto: of.ProtoTCP, TCPFlags: &of.TCPFlags{}}, "tcp"},
 		{of.Match{CtState: &of.CtState{Set: of.CtNew | of.CtTrk, Unset: of.CtEst}}, "ct_state=+new-est+trk"},
 		{of.Match{CtState: &of.CtState{Set: of.CtRel | of.CtRpl | of.CtSNAT, Unset: of.CtInv | of.CtDNAT}}, "ct_state=+rel+rpl-inv+snat-dnat"},
 		{of.Match{CtState: &of.CtState{Set: of.CtNew | of.CtTrk, Unset: ^(of.CtNew | of.CtTrk)}}, "ct_state=new|trk"},
@@ -83,6 +88,8 @@ func TestFormatActionGolden(t *testing.T) {
 		{of.CT{Commit: true, Zone: 2, NAT: &of.NAT{Kind: of.NATDst, Addr: addr("10.0.0.2"), Port: 8080}}, "ct(commit,zone=2,nat(dst=10.0.0.2:8080))"},
 		{of.CT{Commit: true, Zone: 2, NAT: &of.NAT{Kind: of.NATDst, Addr: addr("fd00::2"), Port: 8080}}, "ct(commit,zone=2,nat(dst=[fd00::2]:8080))"},
 		{of.CT{Commit: true, Zone: 2, NAT: &of.NAT{Kind: of.NATSrc, Addr: addr("fd00::2")}}, "ct(commit,zone=2,nat(src=fd00::2))"},
+		{of.CT{Commit: true, Zone: 2, NAT: &of.NAT{Kind: of.NATSrc, Addr: addr("10.0.0.1"), Port: 1024, PortMax: 32767}}, "ct(commit,zone=2,nat(src=10.0.0.1:1024-32767))"},
+		{of.CT{Commit: true, Zone: 2, NAT: &of.NAT{Kind: of.NATSrc, Addr: addr("fd00::1"), Port: 32768, PortMax: 65535}}, "ct(commit,zone=2,nat(src=[fd00::1]:32768-65535))"},
 		{of.CT{Commit: true, Zone: 2, NAT: &of.NAT{Kind: of.NATSrc, Addr: addr("0.0.0.0")}}, "ct(commit,zone=2,nat(src))"},
 		{of.CT{Commit: true, Zone: 2, NAT: &of.NAT{Kind: of.NATSrc, Addr: addr("::")}}, "ct(commit,zone=2,nat(src))"},
 		{of.CT{Commit: true, HasTable: true, Table: 6, Zone: 65520, NAT: &of.NAT{Kind: of.NATDst, Addr: addr("10.0.0.2"), Port: 80},
@@ -367,6 +374,21 @@ func randomMatch(r *rand.Rand) of.Match {
 		}
 		if m.IPProto == of.ProtoTCP || m.IPProto == of.ProtoUDP || m.IPProto == of.ProtoSCTP {
 			m.TpSrc, m.TpDst = uint16(r.IntN(3)*r.IntN(65536)), uint16(r.IntN(3)*r.IntN(65536))
+			if maybe(r) {
+				// A prefix mask, as the pipeline uses; the value is masked, as OVS prints it.
+				m.TpSrcMask = ^uint16(0) << r.IntN(16)
+				m.TpSrc &= m.TpSrcMask
+				if m.TpSrcMask == 0xffff {
+					m.TpSrcMask = 0
+				}
+			}
+		}
+		if m.IPProto == of.ProtoTCP && maybe(r) {
+			set := of.TCPFlag(r.IntN(1 << 9))
+			m.TCPFlags = &of.TCPFlags{Set: set, Unset: of.TCPFlag(r.IntN(1<<9)) &^ set}
+			if *m.TCPFlags == (of.TCPFlags{}) {
+				m.TCPFlags = nil
+			}
 		}
 	}
 	if m.EthType == of.EthTypeARP {
@@ -474,6 +496,9 @@ func randomAction(r *rand.Rand) of.Action {
 			ct.NAT = &of.NAT{Kind: of.NATReply}
 		case 2, 3:
 			ct.NAT = &of.NAT{Kind: of.NATKind(r.IntN(2) + 1), Addr: randomAddr(r, maybe(r)), Port: uint16(r.IntN(2) * r.IntN(65536))}
+			if ct.NAT.Port != 0 && maybe(r) {
+				ct.NAT.PortMax = ct.NAT.Port + uint16(r.IntN(int(^ct.NAT.Port)+1))
+			}
 		}
 		for range r.IntN(3) {
 			mm := randomMasked(r)

@@ -89,12 +89,17 @@ type Match struct {
 	// ARPTPA matches the target protocol address of an ARP packet (EthType ARP).
 	ARPTPA netip.Addr
 	ARPOp  uint16 // 0 matches any.
-	TpSrc  uint16 // 0 matches any; requires IPProto TCP, UDP or SCTP.
+	TpSrc  uint16 // 0 matches any (unless TpSrcMask is set); requires IPProto TCP, UDP or SCTP.
+	// TpSrcMask, when neither 0 nor 0xffff, makes TpSrc a masked match (tp_src=0x8000/0x8000):
+	// the bits of the mask must equal TpSrc's, which may then be 0.
+	TpSrcMask uint16
 	// ICMPType and ICMPCode match ICMP or ICMPv6 type and code (nil matches any); they require
 	// IPProto ICMP (IPv4) or ICMPv6 (IPv6).
 	ICMPType *uint8
 	ICMPCode *uint8
 	TpDst    uint16
+	// TCPFlags, when not nil, matches TCP header flags (IPProto TCP).
+	TCPFlags *TCPFlags
 	CtState  *CtState
 	CtMark   *Masked32
 	Regs     []RegMatch
@@ -140,4 +145,44 @@ type Group struct {
 	SelectionMethod string
 	// SelectionParam is the selection_method_param (a hash basis); zero is omitted.
 	SelectionParam uint64
+}
+
+// tpSrcMasked reports whether m matches tp_src under a mask.
+func (m *Match) tpSrcMasked() bool { return m.TpSrcMask != 0 && m.TpSrcMask != 0xffff }
+
+// MatchesTpSrc reports whether m matches on tp_src at all (exactly or masked).
+func (m *Match) MatchesTpSrc() bool { return m.TpSrc != 0 || m.tpSrcMasked() }
+
+// TpSrcMasked returns m's tp_src value and mask: (0, 0) when it matches any, mask 0xffff when
+// it matches exactly.
+func (m *Match) TpSrcMasked() (value, mask uint16) {
+	switch {
+	case m.tpSrcMasked():
+		return m.TpSrc & m.TpSrcMask, m.TpSrcMask
+	case m.TpSrc != 0:
+		return m.TpSrc, 0xffff
+	}
+	return 0, 0
+}
+
+// TCPFlag is one bit of the TCP header's flags, as OVS's tcp_flags field numbers them.
+type TCPFlag uint16
+
+// TCP flags.
+const (
+	TCPFin TCPFlag = 1 << iota
+	TCPSyn
+	TCPRst
+	TCPPsh
+	TCPAck
+	TCPUrg
+	TCPEce
+	TCPCwr
+	TCPNs
+)
+
+// TCPFlags matches TCP header flags (tcp_flags=+syn-ack): every flag in Set must be set and
+// every flag in Unset clear. It requires IPProto TCP.
+type TCPFlags struct {
+	Set, Unset TCPFlag
 }

@@ -42,6 +42,13 @@ func coverageOps() []of.Op {
 			Actions: []of.Action{of.CT{Commit: true, Zone: 9, NAT: &of.NAT{Kind: of.NATDst, Addr: v6, Port: 80}},
 				of.CT{HasTable: true, Table: 7, NAT: &of.NAT{Kind: of.NATSrc, Addr: v6}},
 				of.CT{Commit: true, Zone: 9, NAT: &of.NAT{Kind: of.NATSrc, Addr: netip.IPv6Unspecified()}}}},
+		{Table: 6, Priority: 20, Match: of.Match{EthType: of.EthTypeIP, IPProto: of.ProtoTCP, Src: netip.PrefixFrom(v4, 32), TpSrc: 0x8000, TpSrcMask: 0x8000,
+			TCPFlags: &of.TCPFlags{Set: of.TCPSyn, Unset: of.TCPAck}},
+			Actions: []of.Action{of.CT{Commit: true, Zone: 9, NAT: &of.NAT{Kind: of.NATSrc, Addr: v4, Port: 1024, PortMax: 32767}}}},
+		{Table: 6, Priority: 21, Match: of.Match{EthType: of.EthTypeIPv6, IPProto: of.ProtoTCP, TpSrcMask: 0xfc00, TpDst: 80,
+			TCPFlags: &of.TCPFlags{Set: of.TCPFin | of.TCPRst | of.TCPPsh | of.TCPUrg | of.TCPEce | of.TCPCwr | of.TCPNs}},
+			Actions: []of.Action{of.CT{Commit: true, Zone: 9, NAT: &of.NAT{Kind: of.NATSrc, Addr: v6, Port: 32768, PortMax: 65535}}}},
+		{Table: 6, Priority: 22, Match: of.Match{EthType: of.EthTypeIP, IPProto: of.ProtoUDP, TpSrc: 0x1234, TpSrcMask: 0xffff}, Actions: []of.Action{of.Drop{}}},
 		{Table: 7, Priority: 19, Match: of.Match{EthType: of.EthTypeIPv6, IPProto: of.ProtoSCTP},
 			Actions: []of.Action{of.Learn{Table: 8, Priority: 5, HardTimeout: 9, FinIdleTimeout: 2, FinHardTimeout: 3, Cookie: 0x42,
 				EthType: of.EthTypeIPv6, IPProto: of.ProtoSCTP, Specs: []of.LearnSpec{

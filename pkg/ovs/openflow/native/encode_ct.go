@@ -15,6 +15,7 @@ const (
 	natIPv4Min       uint16 = 1
 	natIPv6Min       uint16 = 4
 	natProtoMin      uint16 = 16
+	natProtoMax      uint16 = 32
 	learnDelLearned  uint16 = 2
 	learnSrcImmed    uint16 = 1 << 13
 	learnDstLoad     uint16 = 1 << 11
@@ -90,12 +91,18 @@ func putNAT(w *buf, n openflow.NAT) error {
 	}
 	if n.Port != 0 {
 		ranges |= natProtoMin
+		if n.PortMax > n.Port {
+			ranges |= natProtoMax
+		}
 	}
 	w.u16(flags)
 	w.u16(ranges)
 	w.bytes(n.Addr.AsSlice())
 	if n.Port != 0 {
 		w.u16(n.Port)
+		if n.PortMax > n.Port {
+			w.u16(n.PortMax)
+		}
 	}
 	w.pad8(start)
 	w.setLen16(start, 2)

@@ -121,16 +121,29 @@ func appendL4(w *buf, m *openflow.Match) error {
 			putExact(w, code, []byte{*m.ICMPCode})
 		}
 	}
-	if m.TpSrc != 0 || m.TpDst != 0 {
+	if m.MatchesTpSrc() || m.TpDst != 0 {
 		if src == 0 {
 			return fmt.Errorf("tp_src/tp_dst need TCP, UDP or SCTP, have protocol %d", m.IPProto)
 		}
-		if m.TpSrc != 0 {
-			putExact(w, src, be16(m.TpSrc))
+		if v, mask := m.TpSrcMasked(); mask == 0xffff {
+			putExact(w, src, be16(v))
+		} else if mask != 0 {
+			w.u32(uint32(src.masked()))
+			w.bytes(be16(v))
+			w.bytes(be16(mask))
 		}
 		if m.TpDst != 0 {
 			putExact(w, dst, be16(m.TpDst))
 		}
+	}
+	if m.TCPFlags != nil && *m.TCPFlags != (openflow.TCPFlags{}) {
+		if m.IPProto != openflow.ProtoTCP {
+			return fmt.Errorf("tcp_flags needs TCP, have protocol %d", m.IPProto)
+		}
+		// OVS sends tcp_flags masked even when every flag is given (the field has 12 bits).
+		w.u32(uint32(oxmTCPFlags.masked()))
+		w.bytes(be16(uint16(m.TCPFlags.Set)))
+		w.bytes(be16(uint16(m.TCPFlags.Set | m.TCPFlags.Unset)))
 	}
 	if (m.ICMPType != nil || m.ICMPCode != nil) && m.IPProto != openflow.ProtoICMP && m.IPProto != openflow.ProtoICMPv6 {
 		return fmt.Errorf("icmp_type/icmp_code need ICMP, have protocol %d", m.IPProto)

@@ -50,6 +50,7 @@ var (
 	oxmIPv6Dst    = mkHeader(classOXM, 27, 16)
 	oxmICMPv6Type = mkHeader(classOXM, 29, 1)
 	oxmICMPv6Code = mkHeader(classOXM, 30, 1)
+	oxmTCPFlags   = mkHeader(classOXM, 42, 2)
 	nxmPktMark    = mkHeader(classNXM1, 33, 4)
 	nxmCtState    = mkHeader(classNXM1, 105, 4)
 	nxmCtMark     = mkHeader(classNXM1, 107, 4)

@@ -80,7 +80,8 @@ func pipelineOps(t testing.TB) []openflow.Op {
 	}
 	n := pipeline.NodeConfig{Round: 3, IPv4: true, IPv6: true, GatewayOFPort: 2,
 		GatewayIPv4: netip.MustParseAddr("10.10.0.1"), GatewayIPv6: netip.MustParseAddr("fd00:10:10::1"),
-		NodePortAddresses: []netip.Addr{netip.MustParseAddr("192.168.77.10"), netip.MustParseAddr("fd00:77::10")}}
+		NodePortAddresses: []netip.Addr{netip.MustParseAddr("192.168.77.10"), netip.MustParseAddr("fd00:77::10")},
+		PeerNodeIPs:       []netip.Addr{netip.MustParseAddr("192.168.77.11"), netip.MustParseAddr("fd00:77::11")}}
 	flows := pipeline.BaseFlows(n)
 	flows = append(flows, pipeline.GatewayFlows(3, pipeline.Gateway{OFPort: 2, MAC: mac("0e:00:00:00:00:01"), IPv4: true, IPv6: true,
 		NodePortVirtualIPs: []netip.Addr{netip.MustParseAddr("169.254.0.252"), netip.MustParseAddr("fc01::aabb:ccdd:eefe")}})...)

@@ -226,7 +226,9 @@ func (c *Conntrack) execute(a of.CT, p *Packet) (string, error) {
 	return fmt.Sprintf("zone %d: %s connection; packet now %v", a.Zone, what, *p), nil
 }
 
-// commitNew creates the connection of tuple t, with the action's NAT on its reply tuple.
+// commitNew creates the connection of tuple t, with the action's NAT on its reply tuple. A NAT
+// to a port range takes its first port (OVS starts from a hash of the tuple and takes the first
+// free one).
 func (c *Conntrack) commitNew(a of.CT, t Tuple) (*Conn, error) {
 	conn := &Conn{Zone: a.Zone, Orig: t, Reply: t.reverse()}
 	if n := a.NAT; n != nil && n.Kind != of.NATReply {

@@ -70,10 +70,13 @@ func matchL3(m *of.Match, p *Packet) bool {
 }
 
 func matchL4(m *of.Match, p *Packet) bool {
-	if m.TpSrc != 0 && (!p.hasPorts() || m.TpSrc != p.SrcPort) {
+	if v, mask := m.TpSrcMasked(); mask != 0 && (!p.hasPorts() || p.SrcPort&mask != v) {
 		return false
 	}
 	if m.TpDst != 0 && (!p.hasPorts() || m.TpDst != p.DstPort) {
+		return false
+	}
+	if f := m.TCPFlags; f != nil && (p.Proto != of.ProtoTCP || p.TCPFlags&f.Set != f.Set || p.TCPFlags&f.Unset != 0) {
 		return false
 	}
 	if m.ICMPType != nil && (!p.isICMP() || *m.ICMPType != p.ICMPType) {

@@ -29,6 +29,8 @@ type Packet struct {
 	Proto    of.IPProto
 	// SrcPort and DstPort are the TCP, UDP or SCTP ports.
 	SrcPort, DstPort uint16
+	// TCPFlags are the TCP header's flags (of.TCPSyn for a connection's first packet).
+	TCPFlags of.TCPFlag
 	// ICMPType and ICMPCode are the ICMP or ICMPv6 type and code.
 	ICMPType, ICMPCode uint8
 	// ARPOp, ARPSPA and ARPTPA are the ARP fields (EthType ARP).

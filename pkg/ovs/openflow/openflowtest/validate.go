@@ -136,12 +136,15 @@ func validateMatch(m *openflow.Match) error {
 	if m.IPProto != openflow.ProtoAny && !isIP(m.EthType) {
 		return fmt.Errorf("ip_proto %d requires eth_type ip or ipv6 (%w)", m.IPProto, ErrBadPrereq)
 	}
-	if m.TpSrc != 0 || m.TpDst != 0 {
+	if m.MatchesTpSrc() || m.TpDst != 0 {
 		switch m.IPProto {
 		case openflow.ProtoTCP, openflow.ProtoUDP, openflow.ProtoSCTP:
 		default:
 			return fmt.Errorf("tp_src/tp_dst require ip_proto tcp, udp or sctp, have %d (%w)", m.IPProto, ErrBadPrereq)
 		}
+	}
+	if m.TCPFlags != nil && m.IPProto != openflow.ProtoTCP {
+		return fmt.Errorf("tcp_flags requires ip_proto tcp, have %d (%w)", m.IPProto, ErrBadPrereq)
 	}
 	if (m.ICMPType != nil || m.ICMPCode != nil) && m.IPProto != openflow.ProtoICMP && m.IPProto != openflow.ProtoICMPv6 {
 		return fmt.Errorf("icmp_type/icmp_code require ip_proto icmp or icmpv6, have %d (%w)", m.IPProto, ErrBadPrereq)
@@ -271,6 +274,9 @@ func validateCT(a openflow.CT, m *openflow.Match, inBucket bool) error {
 	if a.NAT != nil && a.NAT.Kind != openflow.NATReply {
 		if !a.NAT.Addr.IsValid() {
 			return fmt.Errorf("ct nat(src/dst) needs an address (%w)", ErrBadAction)
+		}
+		if a.NAT.PortMax != 0 && (a.NAT.Port == 0 || a.NAT.PortMax < a.NAT.Port) {
+			return fmt.Errorf("ct nat port range %d-%d is empty (%w)", a.NAT.Port, a.NAT.PortMax, ErrBadAction)
 		}
 		if !inBucket && (a.NAT.Addr.Is4() != (m.EthType == openflow.EthTypeIP)) {
 			return fmt.Errorf("ct nat address %s does not match the flow's eth_type (OFPBAC_MATCH_INCONSISTENT: %w)", a.NAT.Addr, ErrBadAction)

@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"net/netip"
+	"slices"
 	"sync"
 	"time"
 
@@ -16,6 +17,7 @@ import (
 	"k8s.io/klog/v2"
 
 	of "github.com/antrea-proxy/antrea-proxy/pkg/ovs/openflow"
+	"github.com/antrea-proxy/antrea-proxy/pkg/proxy/model"
 	"github.com/antrea-proxy/antrea-proxy/pkg/proxy/tracker"
 )
 
@@ -40,6 +42,7 @@ type Proxier struct {
 
 	// Owned by whoever holds syncSem; never read by other goroutines.
 	syncNode       *v1.Node
+	syncPeers      []netip.Addr
 	services       map[types.NamespacedName]*v1.Service
 	dirty          sets.Set[types.NamespacedName]
 	groups         *groupIDs
@@ -69,9 +72,11 @@ type Proxier struct {
 
 	// mu guards everything below. The state is written only under mu by the syncSem holder,
 	// which may read it without mu.
-	mu        sync.Mutex
-	node      *v1.Node
-	nodeGen   uint64 // bumped by every node update
+	mu      sync.Mutex
+	node    *v1.Node
+	nodeGen uint64 // bumped by every node update
+	// peers are the other Nodes' InternalIPs, by Node name (pipeline.NodeConfig.PeerNodeIPs).
+	peers     map[string][]netip.Addr
 	baseDirty bool
 	state     *flowState
 	svcOwners map[types.NamespacedName][]owner
@@ -107,6 +112,7 @@ func New(opts Options, bridge of.Bridge) (*Proxier, error) {
 		quarantine:      map[types.NamespacedName]*quarantined{},
 		committedInputs: map[types.NamespacedName]svcInputs{},
 		baseDirty:       true,
+		peers:           map[string][]netip.Addr{},
 		svcOwners:       map[types.NamespacedName][]owner{},
 		status:          map[types.NamespacedName]*serviceStatus{},
 		problems:        map[types.NamespacedName]*ServiceProblem{},
@@ -138,6 +144,26 @@ func (p *Proxier) OnNodeUpdate(node *v1.Node) {
 	p.runner.Request()
 }
 
+// OnPeerNode records another Node's InternalIPs (nil node: deleted); a change rebuilds the base
+// flows (pipeline.NodeConfig.PeerNodeIPs).
+func (p *Proxier) OnPeerNode(name string, node *v1.Node) {
+	ips := nodeIPs(node, model.Families{IPv4: true, IPv6: true})
+	p.mu.Lock()
+	if slices.Equal(p.peers[name], ips) {
+		p.mu.Unlock()
+		return
+	}
+	if len(ips) == 0 {
+		delete(p.peers, name)
+	} else {
+		p.peers[name] = ips
+	}
+	p.nodeGen++
+	p.baseDirty = true
+	p.mu.Unlock()
+	p.runner.Request()
+}
+
 // Run starts informers on client, waits for their caches, then syncs until ctx is done.
 func (p *Proxier) Run(ctx context.Context, client kubernetes.Interface) error {
 	return p.RunWithInformers(ctx, informers.NewSharedInformerFactory(client, 0))
@@ -157,13 +183,25 @@ func (p *Proxier) RunWithInformers(ctx context.Context, factory informers.Shared
 	}
 	nodeInf := factory.Core().V1().Nodes().Informer()
 	nodeHandler := func(obj any) {
-		if n, ok := obj.(*v1.Node); ok && n.Name == p.opts.NodeName {
+		n, ok := obj.(*v1.Node)
+		switch {
+		case ok && n.Name == p.opts.NodeName:
 			p.OnNodeUpdate(n)
+		case ok:
+			p.OnPeerNode(n.Name, n)
 		}
 	}
 	if _, err := nodeInf.AddEventHandler(cache.ResourceEventHandlerFuncs{
 		AddFunc:    nodeHandler,
 		UpdateFunc: func(_, n any) { nodeHandler(n) },
+		DeleteFunc: func(obj any) {
+			if d, ok := obj.(cache.DeletedFinalStateUnknown); ok {
+				obj = d.Obj
+			}
+			if n, ok := obj.(*v1.Node); ok && n.Name != p.opts.NodeName {
+				p.OnPeerNode(n.Name, nil)
+			}
+		},
 	}); err != nil {
 		return fmt.Errorf("adding Node handler: %w", err)
 	}

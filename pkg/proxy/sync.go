@@ -33,6 +33,7 @@ func (p *Proxier) nodeConfig() pipeline.NodeConfig {
 		GatewayIPv6:       p.opts.GatewayIPv6,
 		NodePortAddresses: model.NodePortAddresses(p.syncNode, p.opts.NodePortAddresses, p.families()),
 		NodeIPs:           nodeIPs(p.syncNode, p.families()),
+		PeerNodeIPs:       p.syncPeers,
 		NodeName:          p.opts.NodeName,
 		Zone:              nodeZone(p.syncNode),
 	}
@@ -192,6 +193,12 @@ func (p *Proxier) sync(ctx context.Context, full bool) (observe.SyncResult, erro
 func (p *Proxier) gather(start time.Time, full bool) *syncInput {
 	p.mu.Lock()
 	p.syncNode = p.node
+	// A new slice each sync: a NodeConfig built from the previous one may still be held.
+	p.syncPeers = nil
+	for _, ips := range p.peers {
+		p.syncPeers = append(p.syncPeers, ips...)
+	}
+	slices.SortFunc(p.syncPeers, func(a, b netip.Addr) int { return a.Compare(b) })
 	in := &syncInput{start: start, full: full, first: p.syncs == 0, nodeGen: p.nodeGen}
 	in.setBase = full || p.baseDirty || in.first
 	p.mu.Unlock()

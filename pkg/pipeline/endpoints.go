@@ -17,12 +17,7 @@ type endpointSets struct {
 
 // categorize picks, for one family, the cluster and local endpoint sets.
 func categorize(all []model.Endpoint, ipv6 bool, nodeName, zone string) endpointSets {
-	var fam []model.Endpoint
-	for _, ep := range all {
-		if ep.IP.IsValid() && ep.IP.Is6() == ipv6 && ep.Port != 0 {
-			fam = append(fam, ep)
-		}
-	}
+	fam := keepEndpoints(all, func(ep *model.Endpoint) bool { return ep.IP.IsValid() && ep.IP.Is6() == ipv6 && ep.Port != 0 })
 	var local []model.Endpoint
 	for _, ep := range fam {
 		if ep.Local {
@@ -41,10 +36,32 @@ func categorize(all []model.Endpoint, ipv6 bool, nodeName, zone string) endpoint
 	return endpointSets{cluster: cluster, local: localEps}
 }
 
+// keepEndpoints returns the endpoints of eps that keep accepts: eps itself when it accepts them
+// all (the usual case, no copy; callers never modify the result), else a new slice.
+func keepEndpoints(eps []model.Endpoint, keep func(*model.Endpoint) bool) []model.Endpoint {
+	for i := range eps {
+		if keep(&eps[i]) {
+			continue
+		}
+		out := make([]model.Endpoint, 0, len(eps)-1)
+		out = append(out, eps[:i]...)
+		for j := i + 1; j < len(eps); j++ {
+			if keep(&eps[j]) {
+				out = append(out, eps[j])
+			}
+		}
+		return out
+	}
+	return eps
+}
+
 // usable returns the ready endpoints (ready true) or, when none is ready, those that are
 // serving and terminating (KEP-1669), so that connections are not refused while a rollout
 // drains.
 func usable(eps []model.Endpoint) (ready bool, out []model.Endpoint) {
+	if !slices.ContainsFunc(eps, func(ep model.Endpoint) bool { return !ep.Ready }) {
+		return len(eps) > 0, eps // all ready (the usual case): no copy
+	}
 	var readyEps, terminating []model.Endpoint
 	for _, ep := range eps {
 		switch {

@@ -311,7 +311,16 @@ func hashFields(fam family, proto of.IPProto) []string {
 // loads its endpoint into registers and continues to SessionAffinityLearn, which learns the
 // choice and continues to EndpointDNAT (the learned flows load the same registers).
 func (s *servicePort) group(id uint32, eps []model.Endpoint) *of.Group {
-	g := &of.Group{ID: id, Type: of.GroupTypeSelect, HashFields: hashFields(s.fam, s.proto)}
+	g := &of.Group{ID: id, Type: of.GroupTypeSelect, HashFields: hashFields(s.fam, s.proto),
+		Buckets: make([]of.Bucket, len(eps))}
+	// Without affinity every bucket is one ct action: the actions, their NATs and the shared
+	// ct_mark exec are allocated once per group, not per bucket (10k × 10 endpoints: 100k).
+	var acts []of.Action
+	var nats []of.NAT
+	var exec []of.Action
+	if s.timeout == 0 {
+		acts, nats, exec = make([]of.Action, len(eps)), make([]of.NAT, len(eps)), markService()
+	}
 	for i, ep := range eps {
 		var actions []of.Action
 		if s.timeout > 0 {
@@ -319,9 +328,11 @@ func (s *servicePort) group(id uint32, eps []model.Endpoint) *of.Group {
 				of.SetReg{Reg: RegEndpointPort, Value: uint32(ep.Port) | BitEndpointSet, Mask: EndpointPortMask | BitEndpointSet},
 				of.Resubmit{Table: TableSessionAffinityLearn})
 		} else {
-			actions = []of.Action{s.dnat(ep)}
+			nats[i] = dnatTo(ep)
+			acts[i] = s.dnatCommit(&nats[i], exec)
+			actions = acts[i : i+1 : i+1]
 		}
-		g.Buckets = append(g.Buckets, of.Bucket{ID: uint32(i), Weight: 100, Actions: actions})
+		g.Buckets[i] = of.Bucket{ID: uint32(i), Weight: 100, Actions: actions}
 	}
 	return g
 }
@@ -329,9 +340,22 @@ func (s *servicePort) group(id uint32, eps []model.Endpoint) *of.Group {
 // dnat commits a new connection in the service zone, DNATed to ep and marked CtMarkService,
 // and continues it in ServiceSNAT.
 func (s *servicePort) dnat(ep model.Endpoint) of.CT {
-	return of.CT{Commit: true, Zone: s.fam.serviceZone, Table: TableServiceSNAT, HasTable: true,
-		NAT:  &of.NAT{Kind: of.NATDst, Addr: ep.IP, Port: ep.Port},
-		Exec: []of.Action{of.SetCtMark{Value: CtMarkService, Mask: CtMarkService}}}
+	nat := dnatTo(ep)
+	return s.dnatCommit(&nat, markService())
+}
+
+// dnatCommit is dnat's ct action with its NAT and exec actions given (shared by a group's
+// buckets; none of them is modified afterwards).
+func (s *servicePort) dnatCommit(nat *of.NAT, exec []of.Action) of.CT {
+	return of.CT{Commit: true, Zone: s.fam.serviceZone, Table: TableServiceSNAT, HasTable: true, NAT: nat, Exec: exec}
+}
+
+// dnatTo is the NAT to endpoint ep.
+func dnatTo(ep model.Endpoint) of.NAT { return of.NAT{Kind: of.NATDst, Addr: ep.IP, Port: ep.Port} }
+
+// markService is the exec of a Service connection's DNAT commit: ct_mark CtMarkService.
+func markService() []of.Action {
+	return []of.Action{of.SetCtMark{Value: CtMarkService, Mask: CtMarkService}}
 }
 
 // endpointMatch matches the endpoint loaded into registers.

@@ -15,7 +15,7 @@ type syncCall struct {
 }
 
 // runnerHarness drives a runner on a fake clock. Each sync reports on calls and returns the next
-// value from results (nil when empty).
+// of the results given to newRunnerHarness (nil once they are used up).
 type runnerHarness struct {
 	t       *testing.T
 	clock   *clocktesting.FakeClock
@@ -24,8 +24,12 @@ type runnerHarness struct {
 	results chan error
 }
 
-func newRunnerHarness(t *testing.T) *runnerHarness {
+func newRunnerHarness(t *testing.T, results ...error) *runnerHarness {
 	h := &runnerHarness{t: t, clock: clocktesting.NewFakeClock(time.Unix(1000, 0)), calls: make(chan syncCall, 16), results: make(chan error, 16)}
+	// Queued before the runner starts: its first sync runs at once.
+	for _, err := range results {
+		h.results <- err
+	}
 	h.r = newRunner(func(_ context.Context, full bool) error {
 		h.calls <- syncCall{full: full, at: h.clock.Now()}
 		select {
@@ -103,9 +107,7 @@ func TestRunnerCoalescesRequestsWithinMinInterval(t *testing.T) {
 }
 
 func TestRunnerBacksOffAfterFailure(t *testing.T) {
-	h := newRunnerHarness(t)
-	h.results <- errors.New("ovs down")
-	h.results <- errors.New("ovs still down")
+	h := newRunnerHarness(t, errors.New("ovs down"), errors.New("ovs still down"))
 	h.expectCall(true)
 	h.step(time.Second)
 	c := h.expectCall(true) // a failed full sync is retried as a full sync

@@ -338,11 +338,14 @@ func (o *Instance) run(name string, args ...string) (string, error) {
 	cmd := o.command(name, args...)
 	cmd = exec.CommandContext(ctx, cmd.Path, cmd.Args[1:]...)
 	cmd.Env = append(os.Environ(), "OVS_RUNDIR="+o.RunDir)
-	var out bytes.Buffer
-	cmd.Stdout, cmd.Stderr = &out, &out
+	// stdout is the answer; stderr only explains a failure. A busy ovs-ofctl logs warnings
+	// there ("Unreasonably long … poll interval") that, mixed into a dump, corrupt it.
+	var out, errOut bytes.Buffer
+	cmd.Stdout, cmd.Stderr = &out, &errOut
 	err := cmd.Run()
 	if err != nil {
-		return out.String(), fmt.Errorf("%s %s: %w: %s", name, strings.Join(args, " "), err, strings.TrimSpace(out.String()))
+		both := out.String() + errOut.String()
+		return both, fmt.Errorf("%s %s: %w: %s", name, strings.Join(args, " "), err, strings.TrimSpace(both))
 	}
 	return out.String(), nil
 }

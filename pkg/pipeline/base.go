@@ -223,7 +223,7 @@ func conntrackFlows(n NodeConfig, c uint64, f family) []of.Flow {
 // port of a closed connection expires it, and the commit that follows in the same pass finds
 // the un-NAT entry): every zero-SNAT commit that moves nothing leaves such an entry.
 func conntrackCommitFlows(c uint64, f family) []of.Flow {
-	commit := of.CT{Commit: true, Zone: f.serviceZone, Table: TableL3Forwarding, HasTable: true}
+	commit := serviceZoneCommit(f)
 	zeroSNAT := commit
 	zeroSNAT.NAT = &of.NAT{Kind: of.NATSrc, Addr: f.unspecified}
 	return []of.Flow{
@@ -235,6 +235,12 @@ func conntrackCommitFlows(c uint64, f family) []of.Flow {
 			Match:   of.Match{EthType: f.ethType, CtState: &of.CtState{Set: of.CtNew | of.CtTrk}},
 			Actions: []of.Action{commit}},
 	}
+}
+
+// serviceZoneCommit is ConntrackCommit's commit of a new connection in the Service zone, without
+// nat, continuing in L3Forwarding.
+func serviceZoneCommit(f family) of.CT {
+	return of.CT{Commit: true, Zone: f.serviceZone, Table: TableL3Forwarding, HasTable: true}
 }
 
 // serviceTupleFlow marks (BitServiceTuple) the packets found in the SNAT zone in the original
@@ -300,10 +306,11 @@ func peerCommitFlows(n NodeConfig, c uint64, f family) []of.Flow {
 		}
 		src := netip.PrefixFrom(a, a.BitLen())
 		commit := func(lo, hi uint16) of.CT {
-			return of.CT{Commit: true, Zone: f.serviceZone, Table: TableL3Forwarding, HasTable: true,
-				NAT: &of.NAT{Kind: of.NATSrc, Addr: a, Port: lo, PortMax: hi}}
+			ct := serviceZoneCommit(f)
+			ct.NAT = &of.NAT{Kind: of.NATSrc, Addr: a, Port: lo, PortMax: hi}
+			return ct
 		}
-		plain := of.CT{Commit: true, Zone: f.serviceZone, Table: TableL3Forwarding, HasTable: true}
+		plain := serviceZoneCommit(f)
 		m := of.Match{EthType: f.ethType, IPProto: of.ProtoTCP, Src: src, CtState: newConn, TCPFlags: syn}
 		low, high := m, m
 		low.TpSrcMask = 0xfc00 // 0-1023

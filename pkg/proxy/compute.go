@@ -59,8 +59,9 @@ type svcJob struct {
 	want   []desired // nil: the Service is gone, skipped or has no port served
 }
 
-func (p *Proxier) newComputation(capacity int) *computation {
-	return &computation{p: p, node: p.nodeConfig(), served: p.families(),
+// newComputation starts a sync's computation on node, the sync's node snapshot.
+func (p *Proxier) newComputation(node pipeline.NodeConfig, capacity int) *computation {
+	return &computation{p: p, node: node, served: p.families(),
 		names: make([]types.NamespacedName, 0, capacity), jobs: make([]svcJob, 0, capacity)}
 }
 

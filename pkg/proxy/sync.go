@@ -217,13 +217,13 @@ func (p *Proxier) gather(start time.Time, full bool) *syncInput {
 	if all := p.noteNodeInputs() || (full && p.recomputeAll); all || full {
 		p.markChanged(all)
 	}
+	n := p.nodeConfig()
 	if in.setBase {
-		n := p.nodeConfig()
 		in.base, in.nodePortAddrs = pipeline.BaseFlows(n), n.NodePortAddresses
 	}
 	in.computed = make(map[types.NamespacedName][]desired, len(p.dirty))
 	in.inputs = make(map[types.NamespacedName]svcInputs, len(p.dirty))
-	c := p.newComputation(len(p.dirty))
+	c := p.newComputation(n, len(p.dirty))
 	for _, nn := range sortedNames(p.dirty) {
 		if q := p.quarantine[nn]; q != nil && p.services[nn] != nil && start.Before(q.next) {
 			continue

@@ -295,14 +295,6 @@ func parseCtState(s string) (CtState, error) {
 	for _, n := range ctStateNames {
 		all |= n.flag
 	}
-	flagByName := func(name string) (CtStateFlags, error) {
-		for _, n := range ctStateNames {
-			if n.name == name {
-				return n.flag, nil
-			}
-		}
-		return 0, fmt.Errorf("unknown ct_state flag %q", name)
-	}
 	switch {
 	case s == "":
 		return CtState{}, fmt.Errorf("empty ct_state")
@@ -325,7 +317,7 @@ func parseCtState(s string) (CtState, error) {
 	default:
 		var set CtStateFlags
 		for _, name := range strings.Split(s, "|") {
-			f, err := flagByName(name)
+			f, err := flagNamed(ctStateNames, "ct_state", name)
 			if err != nil {
 				return CtState{}, err
 			}
@@ -356,17 +348,25 @@ func parseSignedFlags[F ~uint8 | ~uint16 | ~uint32](s, what string, names []flag
 		if end < 0 {
 			end = len(rest) - 1
 		}
-		name := rest[1 : end+1]
-		i := slices.IndexFunc(names, func(n flagName[F]) bool { return n.name == name })
-		if i < 0 {
-			return 0, 0, fmt.Errorf("unknown %s flag %q", what, name)
+		f, err := flagNamed(names, what, rest[1:end+1])
+		if err != nil {
+			return 0, 0, err
 		}
 		if sign == '+' {
-			set |= names[i].flag
+			set |= f
 		} else {
-			unset |= names[i].flag
+			unset |= f
 		}
 		rest = rest[end+1:]
 	}
 	return set, unset, nil
+}
+
+// flagNamed is the flag of names called name (what names the field in errors).
+func flagNamed[F ~uint8 | ~uint16 | ~uint32](names []flagName[F], what, name string) (F, error) {
+	i := slices.IndexFunc(names, func(n flagName[F]) bool { return n.name == name })
+	if i < 0 {
+		return 0, fmt.Errorf("unknown %s flag %q", what, name)
+	}
+	return names[i].flag, nil
 }

@@ -11,6 +11,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/antrea-proxy/antrea-proxy/pkg/pipeline"
 	"github.com/antrea-proxy/antrea-proxy/test/e2e/framework"
 	"github.com/antrea-proxy/antrea-proxy/test/lab"
 )
@@ -152,7 +153,7 @@ func waitClosedInSNATZone(t *testing.T, l *lab.Lab, client string, port int) {
 	t.Helper()
 	want := "orig=(src=" + client + ",dst=" + unnatEndpoint + ",sport=" + strconv.Itoa(port) + ","
 	framework.WaitFor(t, 5*time.Second, "the closed Service connection from port "+strconv.Itoa(port)+" in the SNAT zone", func(context.Context) (bool, string, error) {
-		out, err := l.OVS.Appctl("dpctl/dump-conntrack", "zone=65521")
+		out, err := l.OVS.Appctl("dpctl/dump-conntrack", "zone="+strconv.Itoa(int(pipeline.ZoneSNATV4)))
 		if err != nil {
 			return false, "", err
 		}
@@ -169,7 +170,7 @@ func waitClosedInSNATZone(t *testing.T, l *lab.Lab, client string, port int) {
 // endpoint's answer to the client's port.
 func serviceZoneEntriesWithReply(t *testing.T, l *lab.Lab, client string, port int) int {
 	t.Helper()
-	out, err := l.OVS.Appctl("dpctl/dump-conntrack", "zone=65520")
+	out, err := l.OVS.Appctl("dpctl/dump-conntrack", "zone="+strconv.Itoa(int(pipeline.ZoneServiceV4)))
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -1,8 +1,10 @@
 package agent
 
 import (
+	"errors"
 	"net/netip"
 	"testing"
+	"time"
 
 	"github.com/google/go-cmp/cmp"
 	"github.com/stretchr/testify/require"
@@ -11,6 +13,7 @@ import (
 	"github.com/antrea-proxy/antrea-proxy/pkg/nodenet"
 	"github.com/antrea-proxy/antrea-proxy/pkg/proxy"
 	"github.com/antrea-proxy/antrea-proxy/pkg/proxy/model"
+	"github.com/antrea-proxy/antrea-proxy/pkg/proxy/observe"
 )
 
 var a = netip.MustParseAddr
@@ -52,4 +55,50 @@ func TestExposureOf(t *testing.T) {
 	other = want
 	other.ClusterIPs = want.ClusterIPs[1:]
 	require.False(t, got.Equal(other), "the ClusterIPs are part of the exposure")
+}
+
+// countingSource is a ServiceSource whose ports change only when the test says so; it counts
+// how often the whole Service list is read.
+type countingSource struct {
+	gen      uint64
+	services []proxy.ServiceStatus
+	reads    int
+}
+
+func (s *countingSource) Services() []proxy.ServiceStatus { s.reads++; return s.services }
+func (s *countingSource) NodePortAddresses() []netip.Addr { return nil }
+func (s *countingSource) SyncState() (time.Time, error, int) {
+	return time.Time{}, nil, 1
+}
+func (s *countingSource) PortsGeneration() uint64 { return s.gen }
+
+// TestSyncDoneRecomputesExposureOnlyWhenPortsChange: the first successful sync pushes the
+// exposure (even at generation 0); later syncs at the same generation (idle resyncs, endpoint
+// changes) read nothing; a new generation is read and pushed, and so is one after a failed sync.
+func TestSyncDoneRecomputesExposureOnlyWhenPortsChange(t *testing.T) {
+	web := proxy.ServiceStatus{Name: types.NamespacedName{Namespace: "default", Name: "web"}, Ports: []proxy.PortStatus{lbPort("web", 30080, false, nil)}}
+	src := &countingSource{services: []proxy.ServiceStatus{web}}
+	d := &DataPath{services: src}
+	exposed := func() nodenet.Exposure {
+		d.exposeMu.Lock()
+		defer d.exposeMu.Unlock()
+		return d.exposure
+	}
+
+	d.SyncDone(observe.SyncResult{Err: errors.New("bundle rejected")})
+	require.Equal(t, 0, src.reads, "a failed sync pushes nothing")
+	d.SyncDone(observe.SyncResult{})
+	require.Equal(t, 1, src.reads, "the first sync pushes, at generation 0 too")
+	require.Equal(t, []nodenet.PortProto{{Protocol: "tcp", Port: 30080}}, exposed().NodePorts)
+	for range 3 {
+		d.SyncDone(observe.SyncResult{Full: true})
+	}
+	require.Equal(t, 1, src.reads, "syncs that changed no port read nothing")
+
+	src.services, src.gen = nil, 1
+	d.SyncDone(observe.SyncResult{})
+	require.Equal(t, 2, src.reads)
+	require.Empty(t, exposed().NodePorts, "the new generation's exposure is pushed")
+	d.SyncDone(observe.SyncResult{})
+	require.Equal(t, 2, src.reads)
 }

@@ -35,6 +35,9 @@ type ServiceSource interface {
 	Services() []proxy.ServiceStatus
 	NodePortAddresses() []netip.Addr
 	SyncState() (last time.Time, err error, syncs int)
+	// PortsGeneration changes whenever Services' ports or NodePortAddresses do; the exposure
+	// is derived from those alone (proxy.Proxier.PortsGeneration).
+	PortsGeneration() uint64
 }
 
 // DataPathOptions configure the node data path.
@@ -69,8 +72,11 @@ type DataPath struct {
 	exposeMu sync.Mutex
 	services ServiceSource
 	rec      *nodenet.Reconciler
-	// exposure is what the proxier last installed (pushed by SyncDone).
-	exposure nodenet.Exposure
+	// exposure is what the proxier last installed (pushed by SyncDone), derived from the
+	// proxier's state at its PortsGeneration exposedGen; exposed is false until the first push.
+	exposure   nodenet.Exposure
+	exposedGen uint64
+	exposed    bool
 	// announceKick wakes the announcer when the exposure changes.
 	announceKick chan struct{}
 	// gwFlows installs the gateway flows and knows how many OVS should hold.
@@ -202,7 +208,7 @@ func (d *DataPath) Start(ctx context.Context, factory informers.SharedInformerFa
 		rec.SetExposure(nodenet.Exposure{}) // no proxier: nothing to expose
 	default:
 		if _, _, syncs := services.SyncState(); syncs > 0 {
-			d.pushExposure(exposureOf(services.Services(), services.NodePortAddresses()))
+			d.exposeFrom(services, false)
 		}
 	}
 	// The first sync runs here so that routes and rules exist when Start returns; failures are
@@ -291,17 +297,32 @@ func (d *DataPath) SyncDone(res observe.SyncResult) {
 	services := d.services
 	d.exposeMu.Unlock()
 	if services != nil {
-		d.pushExposure(exposureOf(services.Services(), services.NodePortAddresses()))
+		d.exposeFrom(services, true)
 	}
 }
 
-// pushExposure hands what the proxier installed to the reconciler and the announcer. Only what a
-// sync installed counts: before the first one nothing is pushed, and the rules a previous agent
-// left for live traffic stay.
-func (d *DataPath) pushExposure(e nodenet.Exposure) {
+// exposeFrom pushes the exposure of what services installed. With unlessSame, it returns at once
+// when the proxier's PortsGeneration is the one last pushed: an idle resync or an endpoint
+// change leaves the exposure as it was, and deriving it walks every Service. The generation is
+// read before the Services, so a change committed in between is pushed at the next sync.
+func (d *DataPath) exposeFrom(services ServiceSource, unlessSame bool) {
+	gen := services.PortsGeneration()
+	d.exposeMu.Lock()
+	same := d.exposed && d.exposedGen == gen
+	d.exposeMu.Unlock()
+	if unlessSame && same {
+		return
+	}
+	d.pushExposure(gen, exposureOf(services.Services(), services.NodePortAddresses()))
+}
+
+// pushExposure hands what the proxier installed (at its PortsGeneration gen) to the reconciler
+// and the announcer. Only what a sync installed counts: before the first one nothing is pushed,
+// and the rules a previous agent left for live traffic stay.
+func (d *DataPath) pushExposure(gen uint64, e nodenet.Exposure) {
 	d.exposeMu.Lock()
 	rec := d.rec
-	d.exposure = e
+	d.exposure, d.exposedGen, d.exposed = e, gen, true
 	d.exposeMu.Unlock()
 	if rec != nil {
 		rec.SetExposure(e)

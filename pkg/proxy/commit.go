@@ -2,6 +2,7 @@ package proxy
 
 import (
 	"context"
+	"slices"
 	"time"
 
 	"k8s.io/apimachinery/pkg/types"
@@ -26,13 +27,21 @@ func (p *Proxier) commit(in *syncInput, pl *plan, rejected map[types.NamespacedN
 	for _, nn := range pl.included {
 		p.dirty.Delete(nn)
 		delete(p.quarantine, nn)
+		old := p.status[nn]
 		if len(pl.newOwners[nn]) == 0 {
 			delete(p.svcOwners, nn)
 			delete(p.status, nn)
+			if old != nil {
+				p.portsGen++
+			}
 			continue
 		}
 		p.svcOwners[nn] = pl.newOwners[nn]
-		p.status[nn] = p.makeStatus(in.computed[nn], now)
+		st := p.makeStatus(in.computed[nn], now)
+		if old == nil || !samePorts(old.ports, st.ports) {
+			p.portsGen++
+		}
+		p.status[nn] = st
 	}
 	p.quarantineRejected(rejected, now)
 	events := p.updateProblems(now)
@@ -40,6 +49,9 @@ func (p *Proxier) commit(in *syncInput, pl *plan, rejected map[types.NamespacedN
 		p.stale, p.staleCurrent, p.staleGroups = nil, nil, nil
 	}
 	if in.setBase {
+		if !slices.Equal(p.nodePortAddrs, in.nodePortAddrs) {
+			p.portsGen++
+		}
 		p.nodePortAddrs = in.nodePortAddrs
 	}
 	if p.nodeGen == in.nodeGen {

@@ -86,9 +86,12 @@ type Proxier struct {
 	applySeq uint64
 	// nodePortAddrs are the NodePort addresses of the committed base flows (NodePortAddresses).
 	nodePortAddrs []netip.Addr
-	lastSync      time.Time // when the last successful sync finished
-	syncErr       error
-	syncs         int
+	// portsGen changes whenever a commit changes what Services() reports of the Service ports
+	// themselves, or NodePortAddresses (PortsGeneration).
+	portsGen uint64
+	lastSync time.Time // when the last successful sync finished
+	syncErr  error
+	syncs    int
 }
 
 // New returns a Proxier that installs through bridge, in round opts.Round.

@@ -6,6 +6,7 @@ package model
 
 import (
 	"net/netip"
+	"slices"
 	"strings"
 
 	"k8s.io/apimachinery/pkg/types"
@@ -99,6 +100,17 @@ type ServicePort struct {
 	StickyMaxAgeSeconds int32
 	HealthCheckNodePort uint16
 	TrafficDistribution string
+}
+
+// Equal reports whether s and o are the same port: every field equal, the lists element by
+// element (nil and empty alike).
+func (s ServicePort) Equal(o ServicePort) bool {
+	return s.Name == o.Name && s.Port == o.Port && s.Protocol == o.Protocol && s.NodePort == o.NodePort &&
+		s.ExternalPolicyLocal == o.ExternalPolicyLocal && s.InternalPolicyLocal == o.InternalPolicyLocal &&
+		s.StickyMaxAgeSeconds == o.StickyMaxAgeSeconds && s.HealthCheckNodePort == o.HealthCheckNodePort &&
+		s.TrafficDistribution == o.TrafficDistribution &&
+		slices.Equal(s.ClusterIPs, o.ClusterIPs) && slices.Equal(s.ExternalIPs, o.ExternalIPs) &&
+		slices.Equal(s.LoadBalancerIngress, o.LoadBalancerIngress) && slices.Equal(s.SourceRanges, o.SourceRanges)
 }
 
 // Endpoint is one backend of one Service port, merged across the Service's EndpointSlices.

@@ -1,0 +1,61 @@
+package proxy
+
+import (
+	"testing"
+
+	v1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+)
+
+// TestPortsGeneration: the generation moves with what Services and NodePortAddresses report of
+// the ports and the NodePort addresses (a Service added, redefined or removed; the node's
+// address), and stays put through endpoint changes and idle full resyncs, whose exposure is
+// unchanged.
+func TestPortsGeneration(t *testing.T) {
+	h, svcs := resyncHarness(t)
+	gen := h.p.PortsGeneration()
+	if gen == 0 {
+		t.Fatal("the first sync installed three Services and the NodePort addresses, but the generation did not move")
+	}
+	same := func(what string) {
+		t.Helper()
+		if got := h.p.PortsGeneration(); got != gen {
+			t.Fatalf("%s moved the generation from %d to %d", what, gen, got)
+		}
+	}
+	moved := func(what string) {
+		t.Helper()
+		got := h.p.PortsGeneration()
+		if got == gen {
+			t.Fatalf("%s left the generation at %d", what, gen)
+		}
+		gen = got
+	}
+
+	h.fullSync()
+	h.fullSync()
+	same("idle full resyncs")
+	h.updateSlice(twoEndpointSlices(svcs[1])[0], makeSlice("ns1", "web1", "web1-http", 8080, v1.ProtocolTCP, "http",
+		ep{ip: "10.10.9.9", node: "node-b", ready: true}))
+	h.sync()
+	same("an endpoint change")
+
+	np := makeService("ns1", "web1", "10.96.0.11", withNodePort(30080))
+	h.updateService(svcs[1], np)
+	h.sync()
+	moved("a NodePort added to a Service")
+	h.updateService(np, makeService("ns1", "web1", "10.96.0.11", withNodePort(30080)))
+	h.sync()
+	same("an update that changes no port")
+
+	h.deleteService(svcs[2])
+	h.sync()
+	moved("a Service deleted")
+
+	h.p.OnNodeUpdate(&v1.Node{ObjectMeta: metav1.ObjectMeta{Name: testNode},
+		Status: v1.NodeStatus{Addresses: []v1.NodeAddress{{Type: v1.NodeInternalIP, Address: "192.168.77.11"}}}})
+	h.sync()
+	moved("the node's address (its NodePort address) changed")
+	h.fullSync()
+	same("an idle full resync after the node change")
+}

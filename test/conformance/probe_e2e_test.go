@@ -17,7 +17,7 @@ func (w *world) address(r Row) string {
 	port := int(r.Port.Port)
 	var ip string
 	switch {
-	case r.Target == "clusterIP":
+	case r.Target == "clusterIP", r.Target == "clusterIP-other":
 		ip = r.Shape.ClusterIP.String()
 	case r.Target == "lb":
 		ip = r.Shape.LBIP.String()

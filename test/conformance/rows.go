@@ -20,7 +20,8 @@ var Clients = []string{"pod@node1", "pod@node2", "host@node1", "host@node2", "ex
 type Row struct {
 	Shape *Shape
 	Port  Port
-	// Target is clusterIP, nodePort@nodeN, lb or externalIP.
+	// Target is clusterIP, clusterIP-other (the ClusterIP on OtherPort, which the Service does
+	// not define), nodePort@nodeN, lb or externalIP.
 	Target string
 	// TargetNode is the node index of a nodePort target, -1 otherwise.
 	TargetNode int
@@ -32,6 +33,10 @@ func (r Row) Key() string {
 	return fmt.Sprintf("%s %s/%s/%d %s <- %s", r.Shape.Name, r.Port.Name, r.Port.Protocol, r.Port.Port, r.Target, r.Client)
 }
 
+// OtherPort is a port no shape defines (the generator's ports are 80 and up, one per Service
+// port): the clusterIP-other rows probe every shape's ClusterIP on it, over TCP and UDP.
+const OtherPort = 8999
+
 // Rows lists the rows of shapes. SCTP ports are not probed: the sandbox's kernel has no SCTP
 // (see docs/conformance.md). ClusterIPs are not probed from the external client, which has no
 // route to them.
@@ -39,6 +44,12 @@ func Rows(shapes []Shape) []Row {
 	var rows []Row
 	for i := range shapes {
 		s := &shapes[i]
+		for _, proto := range []string{"TCP", "UDP"} {
+			p := Port{Name: "other", Protocol: proto, Port: OtherPort}
+			for _, c := range Clients[:4] {
+				rows = append(rows, Row{Shape: s, Port: p, Target: "clusterIP-other", TargetNode: -1, Client: c})
+			}
+		}
 		for _, p := range s.Ports {
 			if p.Protocol == "SCTP" {
 				continue

@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"net/netip"
 	"reflect"
+	"slices"
 	"testing"
 )
 
@@ -104,9 +105,9 @@ func TestRows(t *testing.T) {
 		Ports: []Port{{Name: "a", Protocol: "TCP", Port: 80, NodePort: 30100}, {Name: "b", Protocol: "SCTP", Port: 81, NodePort: 30101}}}
 	rows := Rows([]Shape{s})
 	// TCP only (SCTP is not probed): ClusterIP from 4 clients, 2 NodePorts, the LB IP and the
-	// externalIP from 5.
-	if len(rows) != 4+2*5+5+5 {
-		t.Fatalf("%d rows, want 24", len(rows))
+	// externalIP from 5; and the ClusterIP on OtherPort over TCP and UDP from 4.
+	if len(rows) != 4+2*5+5+5+2*4 {
+		t.Fatalf("%d rows, want 32", len(rows))
 	}
 	keys := map[string]bool{}
 	for _, r := range rows {
@@ -117,8 +118,11 @@ func TestRows(t *testing.T) {
 		if r.Port.Protocol == "SCTP" {
 			t.Errorf("SCTP row %s", r.Key())
 		}
-		if r.Target == "clusterIP" && r.Client == "external" {
+		if (r.Target == "clusterIP" || r.Target == "clusterIP-other") && r.Client == "external" {
 			t.Errorf("ClusterIP probed from the external client")
+		}
+		if r.Target == "clusterIP-other" && slices.ContainsFunc(s.Ports, func(p Port) bool { return p.Port == r.Port.Port }) {
+			t.Errorf("row %s probes a port the shape defines", r.Key())
 		}
 	}
 	a := Row{Shape: &s, Port: s.Ports[0], Target: "nodePort@node2", TargetNode: 1, Client: "host@node1"}.Attrs()

@@ -135,6 +135,14 @@ func BaseFlows(n NodeConfig) []of.Flow {
 	}
 	for _, f := range n.families() {
 		flows = append(flows, conntrackFlows(n, c, f)...)
+		// New ICMP to a ClusterIP is not rejected like its other ports (PriorityOtherPort): it
+		// continues as to any address.
+		icmp := of.ProtoICMP
+		if f == familyV6 {
+			icmp = of.ProtoICMPv6
+		}
+		flows = append(flows, of.Flow{Table: TableServiceLB, Priority: PriorityOtherPortICMP, Cookie: c,
+			Match: of.Match{EthType: f.ethType, IPProto: icmp}, Actions: []of.Action{of.GotoTable{Table: TableConntrackCommit}}})
 	}
 	for _, a := range n.NodePortAddresses {
 		f := familyOf(a)

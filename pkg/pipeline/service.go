@@ -32,6 +32,11 @@ type ServicePortInput struct {
 	GroupID uint32
 	// LocalGroupID is the local group's ID, used with a Local traffic policy.
 	LocalGroupID uint32
+	// RejectOtherPorts adds the flows that reject new connections to the port's ClusterIPs on a
+	// port the Service does not define (kube-proxy nftables rejects them as well). Every port
+	// of a Service would need the same flows, so the proxier sets it on one port of each
+	// Service and family.
+	RejectOtherPorts bool
 }
 
 var protoOf = map[model.Protocol]of.IPProto{model.TCP: of.ProtoTCP, model.UDP: of.ProtoUDP, model.SCTP: of.ProtoSCTP}
@@ -171,12 +176,18 @@ func (s *servicePort) serviceLBFlows() []of.Flow {
 	if sp.InternalPolicyLocal {
 		clusterIPTarget = s.local()
 	}
+	var flows []of.Flow
 	for _, ip := range sp.ClusterIPs {
-		if familyOf(ip) == s.fam {
-			entries = append(entries, entry{match: dst(ip), priority: PriorityNormal, to: clusterIPTarget})
+		if familyOf(ip) != s.fam {
+			continue
+		}
+		entries = append(entries, entry{match: dst(ip), priority: PriorityNormal, to: clusterIPTarget})
+		if s.in.RejectOtherPorts {
+			flows = append(flows, of.Flow{Table: TableServiceLB, Priority: PriorityOtherPort, Cookie: s.cookie,
+				Match:   of.Match{EthType: s.fam.ethType, Dst: netip.PrefixFrom(ip, ip.BitLen()), CtState: &of.CtState{Set: of.CtNew | of.CtTrk}},
+				Actions: []of.Action{RejectAction()}})
 		}
 	}
-	var flows []of.Flow
 	for _, ip := range sp.ExternalIPs {
 		if familyOf(ip) == s.fam {
 			entries = append(entries, s.external(dst(ip), 0, 0, PriorityNormal)...)

@@ -147,5 +147,11 @@ const (
 	// PriorityRangeDrop drops what loadBalancerSourceRanges does not allow.
 	PriorityRangeDrop uint16 = 195
 	PriorityLow       uint16 = 190
+	// PriorityOtherPortICMP lets new ICMP to a ClusterIP continue as before (ServiceLB), above
+	// PriorityOtherPort: the reject responder answers no ICMP message.
+	PriorityOtherPortICMP uint16 = 101
+	// PriorityOtherPort rejects new connections to a ClusterIP on a port its Service does not
+	// define (ServiceLB), below every flow of a Service port.
+	PriorityOtherPort uint16 = 100
 	PriorityMiss      uint16 = 0
 )

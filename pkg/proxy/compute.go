@@ -133,8 +133,10 @@ func (c *computation) fill(j *svcJob) {
 		} else {
 			d.endpoints = model.EndpointsForServicePort(j.slices, d.port.Name, c.p.opts.NodeName, c.served)
 		}
+		// The first port of each family carries the Service's flows for its other ports.
+		first := !slices.ContainsFunc(j.want[:i], func(o desired) bool { return o.ipv6 == d.ipv6 })
 		d.flows = pipeline.ServicePort(c.node, pipeline.ServicePortInput{Port: d.port, Endpoints: d.endpoints,
-			IPv6: d.ipv6, GroupID: d.clusterGID, LocalGroupID: d.localGID})
+			IPv6: d.ipv6, GroupID: d.clusterGID, LocalGroupID: d.localGID, RejectOtherPorts: first})
 		d.stage(c.p.state)
 	}
 }

@@ -61,6 +61,7 @@ func (o *observers) start(ctx context.Context, cfg *config.AgentConfig) {
 	// bridge's management socket; it answers with a TCP reset or an ICMP unreachable.
 	r := reject.New(reject.Config{Accept: reject.FromFlows(pipeline.TableServiceLB,
 		pipeline.Cookie(0, pipeline.CategoryService, 0), pipeline.CategoryMask)})
+	o.metrics.Registry().MustRegister(r.Collector(metrics.Namespace))
 	mgmt := "unix:" + filepath.Join(cfg.OVSRunDir, cfg.OVSBridge+".mgmt")
 	go r.Run(ctx, reject.DialOpenFlow(mgmt, ofconn.Options{}))
 	go func() {

@@ -32,9 +32,11 @@ type Config struct {
 	// Accept selects the packet-ins to answer; others are ignored. Default: every packet-in
 	// with reason action.
 	Accept func(*ofconn.PacketIn) bool
-	// Rate is how many replies per second the responder sends at most, on average. Default 100.
+	// Rate is how many replies per second the responder sends at most, on average. Default
+	// 1000: every Service port without endpoints and every undefined port of every ClusterIP
+	// shares it, so one client's refusals must not starve another's.
 	Rate float64
-	// Burst is how many replies may go out at once above Rate. Default 50.
+	// Burst is how many replies may go out at once above Rate. Default 500.
 	Burst int
 	// Now is the clock, for tests. Default time.Now.
 	Now func() time.Time
@@ -63,10 +65,10 @@ func New(cfg Config) *Responder {
 		cfg.Accept = func(pi *ofconn.PacketIn) bool { return pi.Reason == ofconn.ReasonAction }
 	}
 	if cfg.Rate <= 0 {
-		cfg.Rate = 100
+		cfg.Rate = 1000
 	}
 	if cfg.Burst <= 0 {
-		cfg.Burst = 50
+		cfg.Burst = 500
 	}
 	if cfg.Now == nil {
 		cfg.Now = time.Now

@@ -3,12 +3,15 @@ package reject
 import (
 	"context"
 	"errors"
+	"strings"
 	"sync"
 	"testing"
 	"time"
 
 	"github.com/google/go-cmp/cmp"
 	"github.com/google/gopacket/layers"
+	"github.com/prometheus/client_golang/prometheus"
+	"github.com/prometheus/client_golang/prometheus/testutil"
 	"github.com/stretchr/testify/require"
 
 	"github.com/antrea-proxy/antrea-proxy/pkg/ovs/ofconn"
@@ -195,4 +198,29 @@ func TestRunReconnects(t *testing.T) {
 		t.Fatal("Run did not return after the context ended")
 	}
 	require.True(t, second.closed, "Run closes the connection it stops serving")
+}
+
+// TestCollectorExportsTheCounters: the collector reads the counters at each scrape, one series
+// per result.
+func TestCollectorExportsTheCounters(t *testing.T) {
+	clock := &fakeClock{t: time.Unix(1000, 0)}
+	r := New(Config{Rate: 1, Burst: 2, Now: clock.now})
+	c := newFakeConn()
+	for range 5 {
+		_, _ = r.Handle(c, synPacketIn(t, 3))
+	}
+	reg := prometheus.NewRegistry()
+	reg.MustRegister(r.Collector("antrea_proxy"))
+	want := `# HELP antrea_proxy_reject_packets_total Packet-ins the reject responder handled, by result.
+# TYPE antrea_proxy_reject_packets_total counter
+antrea_proxy_reject_packets_total{result="ignored"} 0
+antrea_proxy_reject_packets_total{result="no_reply"} 0
+antrea_proxy_reject_packets_total{result="rate_limited"} 3
+antrea_proxy_reject_packets_total{result="replied"} 2
+antrea_proxy_reject_packets_total{result="send_failed"} 0
+`
+	require.NoError(t, testutil.GatherAndCompare(reg, strings.NewReader(want)))
+	_, _ = r.Handle(c, synPacketIn(t, 3))
+	require.NoError(t, testutil.GatherAndCompare(reg, strings.NewReader(strings.Replace(want,
+		`{result="rate_limited"} 3`, `{result="rate_limited"} 4`, 1))), "a later scrape sees later counts")
 }

@@ -162,10 +162,12 @@ func TestIntegrationServiceMapRealOVS(t *testing.T) {
 			"fd00:18::100":   {false, "skipped: IP family not served"},
 		},
 	}
-	// Flows per port: ClusterIP, ExternalIPs, programmed LB IPs and the NodePort.
+	// Flows per port: ClusterIP, ExternalIPs, programmed LB IPs and the NodePort; the first port
+	// of each Service (web:http, db:sql, in spec order) also carries the flow that rejects the
+	// ClusterIP's other ports.
 	wantFlows := map[*agent]map[string]int{
-		&on:  {"default/web:http": 4, "prod/db:sql": 2, "prod/db:admin": 2},
-		&off: {"default/web:http": 2, "prod/db:sql": 2, "prod/db:admin": 2},
+		&on:  {"default/web:http": 5, "prod/db:sql": 3, "prod/db:admin": 2},
+		&off: {"default/web:http": 3, "prod/db:sql": 3, "prod/db:admin": 2},
 	}
 	for _, a := range []*agent{&on, &off} {
 		out, errOut, code := run("get", "servicemap", "-A", "-o", "json", "--socket", a.socket)
@@ -223,7 +225,7 @@ func TestIntegrationServiceMapRealOVS(t *testing.T) {
 	if code != 0 {
 		t.Fatalf("antctl get ovsflows: %s", errOut)
 	}
-	for _, want := range []string{"# Service default/web: 4 flows, 1 group", "nw_dst=172.18.0.100,tp_dst=80", "tp_dst=30080", "nat(dst=10.10.0.11:8080)", "group_id="} {
+	for _, want := range []string{"# Service default/web: 5 flows, 1 group", "nw_dst=172.18.0.100,tp_dst=80", "tp_dst=30080", "nat(dst=10.10.0.11:8080)", "group_id="} {
 		if !strings.Contains(flows, want) {
 			t.Errorf("ovsflows output lacks %q:\n%s", want, flows)
 		}

@@ -41,11 +41,13 @@ type family struct {
 	// unspecified is the all-zero address: a SNAT to it keeps the source address (and moves
 	// only the source port, when the reply tuple is taken).
 	unspecified netip.Addr
+	// icmp is the family's ICMP protocol.
+	icmp of.IPProto
 }
 
 var (
-	familyV4 = family{of.EthTypeIP, ZoneServiceV4, ZoneSNATV4, netip.IPv4Unspecified()}
-	familyV6 = family{of.EthTypeIPv6, ZoneServiceV6, ZoneSNATV6, netip.IPv6Unspecified()}
+	familyV4 = family{of.EthTypeIP, ZoneServiceV4, ZoneSNATV4, netip.IPv4Unspecified(), of.ProtoICMP}
+	familyV6 = family{of.EthTypeIPv6, ZoneServiceV6, ZoneSNATV6, netip.IPv6Unspecified(), of.ProtoICMPv6}
 )
 
 func familyOf(a netip.Addr) family {
@@ -137,12 +139,8 @@ func BaseFlows(n NodeConfig) []of.Flow {
 		flows = append(flows, conntrackFlows(n, c, f)...)
 		// New ICMP to a ClusterIP is not rejected like its other ports (PriorityOtherPort): it
 		// continues as to any address.
-		icmp := of.ProtoICMP
-		if f == familyV6 {
-			icmp = of.ProtoICMPv6
-		}
 		flows = append(flows, of.Flow{Table: TableServiceLB, Priority: PriorityOtherPortICMP, Cookie: c,
-			Match: of.Match{EthType: f.ethType, IPProto: icmp}, Actions: []of.Action{of.GotoTable{Table: TableConntrackCommit}}})
+			Match: of.Match{EthType: f.ethType, IPProto: f.icmp}, Actions: []of.Action{of.GotoTable{Table: TableConntrackCommit}}})
 	}
 	for _, a := range n.NodePortAddresses {
 		f := familyOf(a)

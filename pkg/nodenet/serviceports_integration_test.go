@@ -7,6 +7,7 @@ import (
 	"net"
 	"net/netip"
 	"strconv"
+	"strings"
 	"testing"
 	"time"
 
@@ -181,4 +182,57 @@ func TestServicePortCaptureIntegration(t *testing.T) {
 // per family.
 func claimPorts(ext4, lb4, ext6, lb6 netip.Addr) Exposure {
 	return Exposure{Ports: []AddrPortProto{{ext4, "tcp", 9999}, {lb4, "tcp", 80}, {ext6, "tcp", 9999}, {lb6, "tcp", 80}}}
+}
+
+// TestServicePortRoutingRepairAndCleanup: the policy rules and the route table of marked
+// Service ports are repaired by the periodic full sync after being deleted by hand (a rule of
+// the table that is not the agent's own is removed; rules of other tables are never touched),
+// and Cleanup removes them with the nftables table and the agent's main-table routes.
+func TestServicePortRoutingRepairAndCleanup(t *testing.T) {
+	h := scaleNetNS(t)
+	ns := &ovssandbox.NetNS{Name: strings.TrimPrefix(h.NetNS, "/var/run/netns/")}
+	ctx := context.Background()
+	nft, err := NewNFT(h, "apx-svcports-repair")
+	require.NoError(t, err)
+	r := NewReconciler(Config{Host: h, LocalNode: "n1", Gateway: "gw0", IPv4: true, IPv6: true, ProxyAll: true,
+		NodePortVirtualIPs: npVIP, ServiceVirtualIPs: svVIP, VirtualMAC: vMAC}, nft)
+	r.SetNode(NodeInfo{Name: "n1", PodCIDRs: []netip.Prefix{p("10.20.0.0/24"), p("fd20::/64")}})
+	r.SetExposure(Exposure{Ports: []AddrPortProto{{a("192.168.77.12"), "tcp", 9999}}, ClusterIPs: []netip.Addr{a("10.96.0.10")}})
+	mustExec(t, ns, []string{"ip", "rule", "add", "pref", "100", "fwmark", "0x4000/0x4000", "lookup", "100"})
+
+	rule := "9700:\tfrom all fwmark 0x1000/0x1000 lookup 9700 proto 97"
+	programmed := func(when string) {
+		t.Helper()
+		require.Contains(t, execOut(t, ns, "ip", "-4", "rule", "show"), rule, when)
+		require.Contains(t, execOut(t, ns, "ip", "-6", "rule", "show"), rule, when)
+		require.Equal(t, 1, strings.Count(execOut(t, ns, "ip", "-4", "rule", "show"), "lookup 9700"), when)
+		require.Equal(t, "default via 169.254.0.253 dev gw0 proto 97 onlink", strings.TrimSpace(execOut(t, ns, "ip", "-4", "route", "show", "table", "9700")), when)
+		require.Contains(t, execOut(t, ns, "ip", "-6", "route", "show", "table", "9700"), "default via fc01::aabb:ccdd:eeff dev gw0 proto 97", when)
+		require.Contains(t, execOut(t, ns, "nft", "list", "table", "inet", "apx-svcports-repair"), "192.168.77.12 . tcp . 9999", when)
+		require.Contains(t, execOut(t, ns, "ip", "-4", "rule", "show"), "100:\tfrom all fwmark 0x4000/0x4000 lookup 100", when)
+	}
+	require.NoError(t, r.Sync(ctx))
+	programmed("after the first sync")
+	require.NoError(t, r.Sync(ctx))
+	programmed("after a second sync")
+
+	mustExec(t, ns, []string{"ip", "-4", "rule", "del", "pref", "9700"}, []string{"ip", "-6", "rule", "del", "pref", "9700"},
+		[]string{"ip", "-4", "route", "flush", "table", "9700"}, []string{"ip", "-6", "route", "flush", "table", "9700"},
+		[]string{"ip", "-4", "rule", "add", "pref", "9701", "fwmark", "0x2000", "lookup", "9700"})
+	require.NotContains(t, execOut(t, ns, "ip", "-6", "rule", "show"), "lookup 9700")
+	require.NoError(t, r.fullSync(ctx))
+	programmed("after the periodic full sync")
+
+	require.NoError(t, r.Cleanup(ctx))
+	for _, fam := range []string{"-4", "-6"} {
+		require.NotContains(t, execOut(t, ns, "ip", fam, "rule", "show"), "lookup 9700", "after Cleanup")
+		require.Empty(t, strings.TrimSpace(execOut(t, ns, "ip", fam, "route", "show", "table", "9700")), "after Cleanup")
+		require.Empty(t, strings.TrimSpace(execOut(t, ns, "ip", fam, "route", "show", "proto", "97")), "after Cleanup")
+	}
+	_, err = ns.Exec("nft", "list", "table", "inet", "apx-svcports-repair")
+	require.Error(t, err, "the nftables table is gone")
+	require.Contains(t, execOut(t, ns, "ip", "-4", "rule", "show"), "100:\tfrom all fwmark 0x4000/0x4000 lookup 100", "another table's rule stays")
+
+	require.NoError(t, r.Resync(ctx))
+	programmed("after a Resync following Cleanup")
 }

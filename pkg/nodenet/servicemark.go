@@ -16,6 +16,7 @@ import (
 	"errors"
 	"fmt"
 	"net/netip"
+	"slices"
 
 	"github.com/vishvananda/netlink"
 	"golang.org/x/sys/unix"
@@ -80,7 +81,10 @@ func (h Host) syncRules(nl *netlink.Handle, rules []Rule) error {
 		}
 		have, err := nl.RuleListFiltered(family, &netlink.Rule{Table: ServicePortTable}, netlink.RT_FILTER_TABLE)
 		if err != nil {
-			errs = append(errs, fmt.Errorf("listing policy rules: %w", err))
+			// A family the kernel does not route (IPv6 disabled) is only an error when wanted.
+			if slices.ContainsFunc(rules, func(r Rule) bool { return r.IPv6 == v6 }) {
+				errs = append(errs, fmt.Errorf("listing policy rules: %w", err))
+			}
 			continue
 		}
 		present := map[Rule]bool{}
@@ -114,14 +118,7 @@ func (h Host) syncRules(nl *netlink.Handle, rules []Rule) error {
 	return errors.Join(errs...)
 }
 
-func wantsRule(rules []Rule, r Rule) bool {
-	for _, w := range rules {
-		if w == r {
-			return true
-		}
-	}
-	return false
-}
+func wantsRule(rules []Rule, r Rule) bool { return slices.Contains(rules, r) }
 
 // syncTableRoutes makes routes the agent's routes in ServicePortTable.
 func syncTableRoutes(nl *netlink.Handle, routes []Route) error {

@@ -61,7 +61,7 @@ type Reconciler struct {
 	// announced are the LB IPs this node answers ARP/NDP for (SetAnnounced).
 	announced []netip.Addr
 	// exposureKnown is false until the first SetExposure: until then Sync changes nothing, so
-	// that a restarted agent does not wipe the NodePort rules and LB IP routes its predecessor
+	// that a restarted agent does not wipe the NodePort rules and Service port marks its predecessor
 	// left before its proxier has synced once.
 	exposureKnown bool
 	kick          chan struct{}

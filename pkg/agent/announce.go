@@ -62,7 +62,8 @@ func vipIngressIPs(svc *v1.Service) []netip.Addr {
 //     allocated it from a VIP pool (status is written through services/status, which users who
 //     can create Services usually cannot);
 //   - its antrea-proxy.io/announcing-node annotation assigns the address to node;
-//   - the proxier programs the address (so the host routes it into OVS).
+//   - the proxier programs the address (so the host sends its Service ports into OVS; the
+//     node data path routes an announced address into OVS, DataPath.setAnnounced).
 //
 // The annotation alone never makes an address announced, nor do spec.externalIPs (even equal
 // to an ingress IP of another Service): anyone who can create a Service could otherwise make
@@ -135,7 +136,11 @@ func (d *DataPath) runAnnouncer(ctx context.Context, factory informers.SharedInf
 			want = announcedIPs(d.cfg.NodeName, d.lbServed(), svcs, d.exposedIPs())
 			recompute = false
 		}
-		if err := ann.Sync(uplink, want); err != nil {
+		err := ann.Sync(uplink, want)
+		// Linux answers ARP for a proxied address only when its route leaves through another
+		// interface: the reconciler routes the announced addresses into OVS.
+		d.setAnnounced(ann.Announced())
+		if err != nil {
 			if err.Error() != lastErr {
 				klog.ErrorS(err, "Announcing LoadBalancer IPs failed; retrying", "uplink", uplink)
 			}

@@ -35,15 +35,21 @@ func TestExposureOf(t *testing.T) {
 		}},
 		{Name: types.NamespacedName{Namespace: "default", Name: "plain"}, Ports: []proxy.PortStatus{lbPort("plain", 0, false, nil)}},
 		{Name: types.NamespacedName{Namespace: "default", Name: "other"}, Ports: []proxy.PortStatus{{Port: model.ServicePort{
-			Protocol: model.UDP, Port: 53, ClusterIPs: []netip.Addr{a("10.96.0.2")}}}}},
+			Protocol: model.UDP, Port: 53, ClusterIPs: []netip.Addr{a("10.96.0.2")}, ExternalIPs: []netip.Addr{a("192.0.2.7"), a("fd00:7::7")}}}}},
 	}
 	npAddrs := []netip.Addr{a("192.168.50.11"), a("192.168.50.1")} // the proxier's, in its order
+	cidrs := []netip.Prefix{netip.MustParsePrefix("fd00:96::/112"), netip.MustParsePrefix("10.96.0.1/12"), netip.MustParsePrefix("10.96.0.0/12")}
 	want := nodenet.Exposure{NodePorts: []nodenet.PortProto{{Protocol: "tcp", Port: 30080}},
 		NodePortAddresses: []netip.Addr{a("192.168.50.11"), a("192.168.50.1")},
-		IPs:               []netip.Addr{a("172.18.0.100"), a("192.0.2.7"), a("fd00:18::1")},
+		// Each ExternalIP and programmed LB IP of the port status's family with the port's
+		// protocol and port: never the NodePort, never a Proxy-mode ingress.
+		Ports: []nodenet.AddrPortProto{{Addr: a("172.18.0.100"), Protocol: "tcp", Port: 80}, {Addr: a("192.0.2.7"), Protocol: "tcp", Port: 80},
+			{Addr: a("192.0.2.7"), Protocol: "udp", Port: 53}, {Addr: a("fd00:18::1"), Protocol: "tcp", Port: 80}},
 		// Every ClusterIP of the port status's family, once.
-		ClusterIPs: []netip.Addr{a("10.96.0.2"), a("10.96.0.10"), a("fd00:96::10")}}
-	got := exposureOf(svcs, npAddrs)
+		ClusterIPs: []netip.Addr{a("10.96.0.2"), a("10.96.0.10"), a("fd00:96::10")},
+		// Masked, sorted, once.
+		ServiceCIDRs: []netip.Prefix{netip.MustParsePrefix("10.96.0.0/12"), netip.MustParsePrefix("fd00:96::/112")}}
+	got := exposureOf(svcs, npAddrs, cidrs)
 	require.Empty(t, cmp.Diff(want, got, cmp.Comparer(func(x, y netip.Addr) bool { return x == y })))
 	require.True(t, got.Equal(want))
 	require.False(t, got.Equal(nodenet.Exposure{}))
@@ -55,6 +61,14 @@ func TestExposureOf(t *testing.T) {
 	other = want
 	other.ClusterIPs = want.ClusterIPs[1:]
 	require.False(t, got.Equal(other), "the ClusterIPs are part of the exposure")
+	other = want
+	other.Ports = want.Ports[1:]
+	require.False(t, got.Equal(other), "the Service ports are part of the exposure")
+	other = want
+	other.ServiceCIDRs = nil
+	require.False(t, got.Equal(other), "the ServiceCIDRs are part of the exposure")
+	require.Equal(t, []netip.Addr{a("172.18.0.100"), a("192.0.2.7"), a("fd00:18::1")}, got.PortAddrs(),
+		"the announcer sees each programmed address once")
 }
 
 // countingSource is a ServiceSource whose ports change only when the test says so; it counts

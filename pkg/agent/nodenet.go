@@ -313,7 +313,7 @@ func (d *DataPath) exposeFrom(services ServiceSource, unlessSame bool) {
 	if unlessSame && same {
 		return
 	}
-	d.pushExposure(gen, exposureOf(services.Services(), services.NodePortAddresses()))
+	d.pushExposure(gen, exposureOf(services.Services(), services.NodePortAddresses(), nil)) // wired with Proxier.ServiceCIDRs()
 }
 
 // pushExposure hands what the proxier installed (at its PortsGeneration gen) to the reconciler
@@ -333,11 +333,21 @@ func (d *DataPath) pushExposure(gen uint64, e nodenet.Exposure) {
 	}
 }
 
-// exposedIPs returns the LB IPs and ExternalIPs the proxier last installed.
+// exposedIPs returns the addresses of the LB IPs and ExternalIPs the proxier last installed.
 func (d *DataPath) exposedIPs() []netip.Addr {
 	d.exposeMu.Lock()
 	defer d.exposeMu.Unlock()
-	return d.exposure.IPs
+	return d.exposure.PortAddrs()
+}
+
+// setAnnounced tells the reconciler which LB IPs the announcer answers ARP and NDP for.
+func (d *DataPath) setAnnounced(ips []netip.Addr) {
+	d.exposeMu.Lock()
+	rec := d.rec
+	d.exposeMu.Unlock()
+	if rec != nil {
+		rec.SetAnnounced(ips)
+	}
 }
 
 func nodeInfo(n *v1.Node) nodenet.NodeInfo {

@@ -63,3 +63,32 @@ func TestProxyOptionsUseServiceVirtualIPs(t *testing.T) {
 	require.Equal(t, "169.254.0.253", o.GatewayIPv4.String())
 	require.Equal(t, "fc01::aabb:ccdd:eeff", o.GatewayIPv6.String())
 }
+
+// TestAnnouncedAddressesReachTheReconciler: the announcer sees each programmed LB IP and
+// ExternalIP address once (from the Service ports), and what it announces is routed into OVS
+// whole (proxy ARP answers only for an address routed through another interface), while a
+// Service port alone gets no host route.
+func TestAnnouncedAddressesReachTheReconciler(t *testing.T) {
+	vip, ext := netip.MustParseAddr("172.18.0.100"), netip.MustParseAddr("192.168.77.12")
+	svVIP := netip.MustParseAddr("169.254.0.253")
+	rec := nodenet.NewReconciler(nodenet.Config{LocalNode: "n1", Gateway: "antrea-gw0", IPv4: true, ProxyAll: true,
+		ServiceVirtualIPs: []netip.Addr{svVIP}, VirtualMAC: virtualMAC}, nil)
+	d := &DataPath{rec: rec, announceKick: make(chan struct{}, 1)}
+	d.pushExposure(1, nodenet.Exposure{Ports: []nodenet.AddrPortProto{{Addr: vip, Protocol: "tcp", Port: 80},
+		{Addr: vip, Protocol: "tcp", Port: 443}, {Addr: ext, Protocol: "tcp", Port: 9999}}})
+	require.Equal(t, []netip.Addr{vip, ext}, d.exposedIPs())
+	hostRoute := func(a netip.Addr) bool {
+		for _, r := range rec.Desired().Routes {
+			if r.Dst == netip.PrefixFrom(a, 32) {
+				return true
+			}
+		}
+		return false
+	}
+	require.False(t, hostRoute(vip), "a Service port alone has no host route")
+	d.setAnnounced([]netip.Addr{vip})
+	require.True(t, hostRoute(vip), "an announced address is routed into OVS")
+	require.False(t, hostRoute(ext), "an address that is not announced is not")
+	d.setAnnounced(nil)
+	require.False(t, hostRoute(vip))
+}

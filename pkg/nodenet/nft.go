@@ -21,18 +21,18 @@ const (
 	setNodePortsV6   = "nodeports-v6"
 	setNoMasqV4      = "no-masquerade-v4"
 	setNoMasqV6      = "no-masquerade-v6"
+	setSvcPortsV4    = "service-ports-v4"
+	setSvcPortsV6    = "service-ports-v6"
 	chainPrerouting  = "prerouting"
 	chainOutput      = "output"
 	chainPostrouting = "postrouting"
 	chainNodePorts   = "nodeports"
+	chainMarkPre     = "mark-prerouting"
+	chainMarkOut     = "mark-output"
 )
 
 // NodePort is one address, protocol and port on which the node serves a NodePort.
-type NodePort struct {
-	Addr     netip.Addr
-	Protocol string // "tcp", "udp" or "sctp"
-	Port     uint16
-}
+type NodePort = AddrPortProto
 
 // NFTConfig is the content of the agent's nftables table.
 type NFTConfig struct {
@@ -51,6 +51,12 @@ type NFTConfig struct {
 	NodePortVirtualIPs []netip.Addr
 	// NodePorts are the node addresses, protocols and ports to DNAT.
 	NodePorts []NodePort
+	// ServicePorts are the LB IP and ExternalIP tuples to send into OVS: packets to them from
+	// outside the node (not from the gateway) and from the node itself get ServicePortMark,
+	// which a policy rule routes into the gateway.
+	ServicePorts []AddrPortProto
+	// MarkServicePorts adds the rules that mark ServicePorts (with proxyAll).
+	MarkServicePorts bool
 	// HostSources are, per family, the gateway's address (of the first local podCIDR): the
 	// node's own connections into OVS through the gateway, other than to a local pod, that
 	// have another local source address (a NodePort reached through a node address, a socket
@@ -62,12 +68,14 @@ type NFTConfig struct {
 // are created if missing and flushed, then filled again, so that running tx (atomically)
 // replaces whatever an earlier run left.
 func BuildNFT(tx *knftables.Transaction, cfg NFTConfig) {
-	tx.Add(&knftables.Table{Comment: knftables.PtrTo("antrea-agent: NodePort DNAT into OVS and pod masquerade")})
+	tx.Add(&knftables.Table{Comment: knftables.PtrTo("antrea-agent: NodePort DNAT and Service port marks into OVS, pod masquerade")})
 	sets := []*knftables.Set{
 		{Name: setNodePortsV4, Type: "ipv4_addr . inet_proto . inet_service", Comment: knftables.PtrTo("NodePort address, protocol, port")},
 		{Name: setNodePortsV6, Type: "ipv6_addr . inet_proto . inet_service", Comment: knftables.PtrTo("NodePort address, protocol, port")},
 		{Name: setNoMasqV4, Type: "ipv4_addr", Flags: []knftables.SetFlag{knftables.IntervalFlag}, Comment: knftables.PtrTo("destinations that see pod addresses")},
 		{Name: setNoMasqV6, Type: "ipv6_addr", Flags: []knftables.SetFlag{knftables.IntervalFlag}, Comment: knftables.PtrTo("destinations that see pod addresses")},
+		{Name: setSvcPortsV4, Type: "ipv4_addr . inet_proto . inet_service", Comment: knftables.PtrTo("LB IP and ExternalIP address, protocol, port")},
+		{Name: setSvcPortsV6, Type: "ipv6_addr . inet_proto . inet_service", Comment: knftables.PtrTo("LB IP and ExternalIP address, protocol, port")},
 	}
 	for _, s := range sets {
 		tx.Add(s)
@@ -78,6 +86,10 @@ func BuildNFT(tx *knftables.Transaction, cfg NFTConfig) {
 		{Name: chainOutput, Type: knftables.PtrTo(knftables.NATType), Hook: knftables.PtrTo(knftables.OutputHook), Priority: knftables.PtrTo(knftables.DNATPriority)},
 		{Name: chainPostrouting, Type: knftables.PtrTo(knftables.NATType), Hook: knftables.PtrTo(knftables.PostroutingHook), Priority: knftables.PtrTo(knftables.SNATPriority)},
 		{Name: chainNodePorts},
+		// Before the routing decision: the mark chooses the route.
+		{Name: chainMarkPre, Type: knftables.PtrTo(knftables.FilterType), Hook: knftables.PtrTo(knftables.PreroutingHook), Priority: knftables.PtrTo(knftables.ManglePriority)},
+		// A route chain routes the node's own packet again when it changes the mark.
+		{Name: chainMarkOut, Type: knftables.PtrTo(knftables.RouteType), Hook: knftables.PtrTo(knftables.OutputHook), Priority: knftables.PtrTo(knftables.ManglePriority)},
 	}
 	for _, c := range chains {
 		tx.Add(c)
@@ -103,6 +115,10 @@ func BuildNFT(tx *knftables.Transaction, cfg NFTConfig) {
 		}
 		tx.Add(&knftables.Element{Set: set, Key: []string{np.Addr.String(), np.Protocol, strconv.Itoa(int(np.Port))}})
 	}
+	gw := strconv.Quote(cfg.Gateway)
+	if cfg.MarkServicePorts {
+		buildServicePortMarks(tx, gw, cfg.ServicePorts)
+	}
 	for _, p := range mergePrefixes(cfg.NoMasquerade) {
 		set := setNoMasqV4
 		if p.Addr().Is6() {
@@ -110,7 +126,6 @@ func BuildNFT(tx *knftables.Transaction, cfg NFTConfig) {
 		}
 		tx.Add(&knftables.Element{Set: set, Key: []string{p.String()}})
 	}
-	gw := strconv.Quote(cfg.Gateway)
 	for _, c := range cfg.PodCIDRs {
 		fam, set := "ip", setNoMasqV4
 		if c.Addr().Is6() {
@@ -134,6 +149,26 @@ func BuildNFT(tx *knftables.Transaction, cfg NFTConfig) {
 		}
 		rule(chainPostrouting, fmt.Sprintf("%s saddr %s oifname != %s masquerade", fam, ip, gw),
 			"external Service connections to remote endpoints")
+	}
+}
+
+// buildServicePortMarks adds the rules that mark packets to the Service tuples ports (and the
+// sets' elements): from outside the node in prerouting, except what comes from the gateway (gw,
+// quoted), and from the node itself on output.
+func buildServicePortMarks(tx *knftables.Transaction, gw string, ports []AddrPortProto) {
+	mark := fmt.Sprintf("meta mark set meta mark | %#x", ServicePortMark)
+	for _, f := range []struct{ fam, set string }{{"ip", setSvcPortsV4}, {"ip6", setSvcPortsV6}} {
+		match := fmt.Sprintf("%s daddr . meta l4proto . th dport @%s", f.fam, f.set)
+		tx.Add(&knftables.Rule{Chain: chainMarkPre, Rule: "iifname != " + gw + " " + match + " " + mark,
+			Comment: knftables.PtrTo("Service ports from outside the node into OVS")})
+		tx.Add(&knftables.Rule{Chain: chainMarkOut, Rule: match + " " + mark, Comment: knftables.PtrTo("Service ports from the node into OVS")})
+	}
+	for _, t := range ports {
+		set := setSvcPortsV4
+		if t.Addr.Is6() {
+			set = setSvcPortsV6
+		}
+		tx.Add(&knftables.Element{Set: set, Key: []string{t.Addr.String(), t.Protocol, strconv.Itoa(int(t.Port))}})
 	}
 }
 
@@ -221,7 +256,8 @@ func (n *NFT) Sync(ctx context.Context, cfg NFTConfig) error {
 		return fmt.Errorf("syncing nftables table inet %s: %w", n.table, err)
 	}
 	n.last = text
-	klog.V(2).InfoS("Synced nftables table", "table", n.table, "nodePorts", len(cfg.NodePorts), "noMasquerade", len(cfg.NoMasquerade))
+	klog.V(2).InfoS("Synced nftables table", "table", n.table, "nodePorts", len(cfg.NodePorts), "servicePorts", len(cfg.ServicePorts),
+		"noMasquerade", len(cfg.NoMasquerade))
 	return nil
 }
 

@@ -80,7 +80,7 @@ func TestReconcilerDesired(t *testing.T) {
 	// The NodePort addresses are the proxier's (model.NodePortAddresses: 10.99.0.1 is outside
 	// nodePortAddresses, so it is not among them); the host drops only an unrouted family.
 	r.SetExposure(Exposure{NodePorts: []PortProto{{"tcp", 30080}},
-		NodePortAddresses: []netip.Addr{a("192.168.50.1"), a("192.168.50.11"), a("fd00:50::1")}, IPs: []netip.Addr{a("172.18.0.100")},
+		NodePortAddresses: []netip.Addr{a("192.168.50.1"), a("192.168.50.11"), a("fd00:50::1")}, Ports: []AddrPortProto{{a("172.18.0.100"), "tcp", 80}},
 		ClusterIPs: []netip.Addr{a("10.96.0.10"), a("fd00:96::10")}})
 	d := r.Desired()
 	gw := "antrea-gw0"
@@ -88,7 +88,6 @@ func TestReconcilerDesired(t *testing.T) {
 		{Dst: p("10.20.1.0/24"), Via: a("192.168.50.2")},
 		{Dst: p("169.254.0.253/32"), Dev: gw},
 		{Dst: p("169.254.0.252/32"), Via: a("169.254.0.253"), Dev: gw, OnLink: true},
-		{Dst: p("172.18.0.100/32"), Via: a("169.254.0.253"), Dev: gw, OnLink: true},
 		{Dst: p("10.96.0.10/32"), Via: a("169.254.0.253"), Dev: gw, OnLink: true}, // IPv6 is not routed
 	}, d.Routes, cmp.Comparer(func(x, y netip.Addr) bool { return x == y }), cmp.Comparer(func(x, y netip.Prefix) bool { return x == y })))
 	require.Equal(t, []Neighbor{{IP: a("169.254.0.253"), MAC: vMAC, Dev: gw}}, d.Neighbors)
@@ -98,6 +97,8 @@ func TestReconcilerDesired(t *testing.T) {
 		NodePortVirtualIPs: npVIP[:1],
 		NodePorts:          []NodePort{{a("192.168.50.1"), "tcp", 30080}, {a("192.168.50.11"), "tcp", 30080}},
 		HostSources:        []netip.Addr{a("10.20.0.1")},
+		ServicePorts:       []AddrPortProto{{a("172.18.0.100"), "tcp", 80}},
+		MarkServicePorts:   true,
 	}, d.NFT, "the proxier's addresses, without IPv6 (not routed)")
 
 	// A family without a NodePort virtual IP gets no NodePort rules, even when routed.

@@ -33,8 +33,8 @@ type Config struct {
 	IPv4, IPv6 bool
 	// ClusterCIDRs are destinations never masqueraded (besides every Node's podCIDRs).
 	ClusterCIDRs []netip.Prefix
-	// ProxyAll sends NodePort traffic and traffic to programmed LoadBalancer IPs and
-	// ExternalIPs from outside the node into OVS, and the node's own traffic to those and to
+	// ProxyAll sends NodePort traffic and traffic to the ports of programmed LoadBalancer IPs
+	// and ExternalIPs from outside the node into OVS, and the node's own traffic to those and to
 	// ClusterIPs.
 	ProxyAll bool
 	// NodePortVirtualIPs are the DNAT targets of NodePort traffic (one per family).
@@ -58,8 +58,10 @@ type Reconciler struct {
 	mu       sync.Mutex
 	nodes    map[string]NodeInfo
 	exposure Exposure
+	// announced are the LB IPs this node answers ARP/NDP for (SetAnnounced).
+	announced []netip.Addr
 	// exposureKnown is false until the first SetExposure: until then Sync changes nothing, so
-	// that a restarted agent does not wipe the NodePort rules and LB IP routes its predecessor
+	// that a restarted agent does not wipe the NodePort rules and Service port marks its predecessor
 	// left before its proxier has synced once.
 	exposureKnown bool
 	kick          chan struct{}
@@ -118,6 +120,24 @@ func (r *Reconciler) SetExposure(e Exposure) {
 	}
 }
 
+// SetAnnounced records the LoadBalancer IPs the node answers ARP and NDP for through proxy
+// neighbour entries. Linux answers an ARP request for a proxied address only when the route to
+// it leaves through another interface than the one the request came in on, so with proxyAll each
+// gets a host route into OVS (a whole address: antrea-controller allocated it to a Service,
+// which owns it, and the node attracts its traffic by announcing it).
+func (r *Reconciler) SetAnnounced(ips []netip.Addr) {
+	ips = slices.Clone(ips)
+	slices.SortFunc(ips, netip.Addr.Compare)
+	ips = slices.Compact(ips)
+	r.mu.Lock()
+	changed := !slices.Equal(r.announced, ips)
+	r.announced = ips
+	r.mu.Unlock()
+	if changed {
+		r.trigger()
+	}
+}
+
 func nodeInfoEqual(a, b NodeInfo) bool {
 	return a.Name == b.Name && slices.Equal(a.PodCIDRs, b.PodCIDRs) && slices.Equal(a.InternalIPs, b.InternalIPs)
 }
@@ -141,6 +161,9 @@ type Desired struct {
 	Routes    []Route
 	Neighbors []Neighbor
 	NFT       NFTConfig
+	// Rules and TableRoutes (in ServicePortTable) route packets marked ServicePortMark into OVS.
+	Rules       []Rule
+	TableRoutes []Route
 }
 
 // Desired computes the routes, neighbours and nftables content for the current inputs.
@@ -148,6 +171,7 @@ func (r *Reconciler) Desired() Desired {
 	r.mu.Lock()
 	nodes := maps.Clone(r.nodes)
 	exp := r.exposure
+	announced := r.announced
 	r.mu.Unlock()
 	c := r.cfg
 	var d Desired
@@ -180,25 +204,7 @@ func (r *Reconciler) Desired() Desired {
 	if !c.ProxyAll {
 		return d
 	}
-	intoOVS := func(a netip.Addr) {
-		if via, ok := virtualFor(c.ServiceVirtualIPs, a); ok && r.serves(a) && r.serves(via) {
-			d.Routes = append(d.Routes, Route{Dst: netip.PrefixFrom(a, a.BitLen()), Via: via, Dev: c.Gateway, OnLink: true})
-		}
-	}
-	for _, v := range c.NodePortVirtualIPs {
-		if r.serves(v) {
-			d.NFT.NodePortVirtualIPs = append(d.NFT.NodePortVirtualIPs, v)
-			intoOVS(v)
-		}
-	}
-	for _, ip := range exp.IPs {
-		intoOVS(ip)
-	}
-	// The node's own connections to ClusterIPs go into OVS too; the host SNATs their source to
-	// the gateway's address (NFTConfig.HostSources), which OVS takes for the node itself.
-	for _, ip := range exp.ClusterIPs {
-		intoOVS(ip)
-	}
+	r.desiredIntoOVS(&d, exp, announced)
 	for _, p := range d.NFT.PodCIDRs {
 		if _, ok := virtualFor(d.NFT.HostSources, p.Addr()); !ok {
 			d.NFT.HostSources = append(d.NFT.HostSources, GatewayAddresses([]netip.Prefix{p})[0].Addr())
@@ -215,6 +221,56 @@ func (r *Reconciler) Desired() Desired {
 		}
 	}
 	return d
+}
+
+// desiredIntoOVS adds to d what proxyAll sends into OVS through the gateway: the NodePort
+// virtual IPs, the Service ports (marked, policy-routed), the announced LB IPs, the
+// ServiceCIDRs and the ClusterIPs outside them.
+func (r *Reconciler) desiredIntoOVS(d *Desired, exp Exposure, announced []netip.Addr) {
+	c := r.cfg
+	intoOVS := func(dst netip.Prefix) {
+		if via, ok := virtualFor(c.ServiceVirtualIPs, dst.Addr()); ok && r.serves(dst.Addr()) && r.serves(via) {
+			d.Routes = append(d.Routes, Route{Dst: dst, Via: via, Dev: c.Gateway, OnLink: true})
+		}
+	}
+	host := func(a netip.Addr) netip.Prefix { return netip.PrefixFrom(a, a.BitLen()) }
+	for _, v := range c.NodePortVirtualIPs {
+		if r.serves(v) {
+			d.NFT.NodePortVirtualIPs = append(d.NFT.NodePortVirtualIPs, v)
+			intoOVS(host(v))
+		}
+	}
+	d.NFT.MarkServicePorts = true
+	for _, v := range c.ServiceVirtualIPs {
+		if r.serves(v) {
+			d.Rules = append(d.Rules, Rule{IPv6: v.Is6(), Priority: ServicePortRulePriority, Mark: ServicePortMark, Table: ServicePortTable})
+			d.TableRoutes = append(d.TableRoutes, Route{Dst: defaultPrefix(v), Via: v, Dev: c.Gateway, OnLink: true})
+		}
+	}
+	for _, t := range exp.Ports {
+		if _, ok := virtualFor(c.ServiceVirtualIPs, t.Addr); ok && r.serves(t.Addr) {
+			d.NFT.ServicePorts = append(d.NFT.ServicePorts, t)
+		}
+	}
+	for _, ip := range announced {
+		intoOVS(host(ip))
+	}
+	// The node's own connections to ClusterIPs go into OVS too, whole addresses (the
+	// ServiceCIDRs belong to Services; OVS refuses a port no Service defines); the host SNATs
+	// their source to the gateway's address (NFTConfig.HostSources), which OVS takes for the
+	// node itself.
+	var cidrs []netip.Prefix
+	for _, p := range exp.ServiceCIDRs {
+		if r.serves(p.Addr()) {
+			cidrs = append(cidrs, p.Masked())
+			intoOVS(p.Masked())
+		}
+	}
+	for _, ip := range exp.ClusterIPs {
+		if !slices.ContainsFunc(cidrs, func(p netip.Prefix) bool { return p.Contains(ip) }) {
+			intoOVS(host(ip))
+		}
+	}
 }
 
 // Sync applies the desired state once. Routes are changed by difference with what the last
@@ -249,6 +305,21 @@ func (r *Reconciler) Resync(ctx context.Context) error {
 	return err
 }
 
+// Cleanup removes everything the Reconciler programs outside the gateway interface: the
+// nftables table, the policy rules and routes of ServicePortTable, and the agent's routes in the
+// main table (RouteProtocol). The next Sync programs everything again.
+func (r *Reconciler) Cleanup(ctx context.Context) error {
+	r.syncMu.Lock()
+	defer r.syncMu.Unlock()
+	r.installed = nil
+	err := errors.Join(r.nft.Delete(ctx), r.cfg.Host.SyncServicePortRouting(nil, nil), r.cfg.Host.SyncRoutes(nil))
+	if err != nil {
+		return fmt.Errorf("cleaning up the node network: %w", err)
+	}
+	klog.InfoS("Node network cleaned up", "table", r.nft.table, "policyTable", ServicePortTable)
+	return nil
+}
+
 // syncLocked is Sync with syncMu held; full compares the routes with the table.
 func (r *Reconciler) syncLocked(ctx context.Context, full bool) error {
 	r.mu.Lock()
@@ -266,13 +337,22 @@ func (r *Reconciler) syncLocked(ctx context.Context, full bool) error {
 	if err := r.syncRoutes(d.Routes, full); err != nil {
 		errs = append(errs, err)
 	}
+	if err := r.cfg.Host.SyncServicePortRouting(d.Rules, d.TableRoutes); err != nil {
+		errs = append(errs, err)
+	}
+	if len(d.Rules) > 0 {
+		if err := r.cfg.Host.LooseRPFilter(r.cfg.Gateway); err != nil {
+			errs = append(errs, err)
+		}
+	}
 	if err := r.nft.Sync(ctx, d.NFT); err != nil {
 		errs = append(errs, err)
 	}
 	if err := errors.Join(errs...); err != nil {
 		return fmt.Errorf("node network: %w", err)
 	}
-	klog.V(2).InfoS("Node network synced", "routes", len(d.Routes), "nodePorts", describeNodePorts(d.NFT.NodePorts))
+	klog.V(2).InfoS("Node network synced", "routes", len(d.Routes), "nodePorts", describeNodePorts(d.NFT.NodePorts),
+		"servicePorts", describeNodePorts(d.NFT.ServicePorts))
 	return nil
 }
 

@@ -57,7 +57,7 @@ func TestRestoreGatewayAndResyncAfterRecreation(t *testing.T) {
 	r := NewReconciler(Config{Host: h, LocalNode: "n1", Gateway: "gw0", IPv4: true, ProxyAll: true,
 		ClusterCIDRs: []netip.Prefix{p("10.20.0.0/16")}, NodePortVirtualIPs: npVIP[:1], ServiceVirtualIPs: svVIP[:1], VirtualMAC: vMAC}, nft)
 	r.SetNode(NodeInfo{Name: "n1", PodCIDRs: []netip.Prefix{p("10.20.0.0/24")}})
-	r.SetExposure(Exposure{IPs: []netip.Addr{a("172.18.0.100")}, ClusterIPs: []netip.Addr{a("10.96.0.10")}})
+	r.SetExposure(Exposure{Ports: []AddrPortProto{{a("172.18.0.100"), "tcp", 80}}, ClusterIPs: []netip.Addr{a("10.96.0.10")}})
 
 	check := func(when string) {
 		t.Helper()
@@ -68,12 +68,15 @@ func TestRestoreGatewayAndResyncAfterRecreation(t *testing.T) {
 		require.Contains(t, execOut(t, ns, "ip", "-4", "addr", "show", "dev", "gw0"), "10.20.0.1/24", when)
 		require.Contains(t, execOut(t, ns, "ethtool", "-k", "gw0"), "tx-checksumming: off", when)
 		routes := execOut(t, ns, "ip", "route", "show", "proto", "0x61")
-		require.Contains(t, routes, "172.18.0.100 via 169.254.0.253 dev gw0", when)
+		require.NotContains(t, routes, "172.18.0.100", when)
+		require.Contains(t, execOut(t, ns, "ip", "route", "show", "table", "9700"), "default via 169.254.0.253 dev gw0 proto 97 onlink", when)
+		require.Contains(t, execOut(t, ns, "ip", "rule", "show"), "9700:	from all fwmark 0x1000/0x1000 lookup 9700 proto 97", when)
 		require.Contains(t, routes, "10.96.0.10 via 169.254.0.253 dev gw0", when)
 		require.Contains(t, routes, "169.254.0.253 dev gw0", when)
 		require.Contains(t, execOut(t, ns, "ip", "neigh", "show", "dev", "gw0"), "169.254.0.253 lladdr "+vMAC.String()+" PERMANENT", when)
 		table := execOut(t, ns, "nft", "list", "table", "inet", "apx-resync-test")
 		require.Contains(t, table, "masquerade", when)
+		require.Contains(t, table, "172.18.0.100 . tcp . 80", when)
 		// The kernel accepted the SNAT of the node's own connections into OVS.
 		require.Contains(t, table, `oifname "gw0" ip daddr != 10.20.0.0/24 fib saddr type local ip saddr != 10.20.0.1 snat ip to 10.20.0.1`, when)
 	}

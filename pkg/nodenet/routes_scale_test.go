@@ -5,6 +5,7 @@ import (
 	"slices"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/stretchr/testify/require"
 	"github.com/vishvananda/netlink"
@@ -202,4 +203,29 @@ func BenchmarkReconcilerOneClusterIPChange10k(b *testing.B) {
 			b.Fatal(err)
 		}
 	}
+}
+
+// TestReconcilerServiceCIDRRouteCount: at 30,000 ClusterIPs the node holds a route per
+// ClusterIP while the ServiceCIDRs are not known, and one route for their ServiceCIDR once they
+// are (a ClusterIP outside it keeps its own); the change is applied by difference.
+func TestReconcilerServiceCIDRRouteCount(t *testing.T) {
+	const n = 30000
+	r, e := scaleReconciler(t, n)
+	ctx := t.Context()
+	start := time.Now()
+	require.NoError(t, r.Sync(ctx))
+	have, err := r.cfg.Host.routeKeys()
+	require.NoError(t, err)
+	require.Len(t, have, n+1, "a route per ClusterIP and the Service virtual IP's")
+	t.Logf("without ServiceCIDRs: %d routes (first sync %v)", len(have), time.Since(start))
+
+	e.ServiceCIDRs = []netip.Prefix{p("10.96.0.0/16")}
+	e.ClusterIPs = append(e.ClusterIPs, a("10.97.0.1"))
+	r.SetExposure(e)
+	start = time.Now()
+	require.NoError(t, r.Sync(ctx))
+	have, err = r.cfg.Host.routeKeys()
+	require.NoError(t, err)
+	t.Logf("with one ServiceCIDR: %d routes (sync %v)", len(have), time.Since(start))
+	require.Equal(t, map[netip.Prefix]bool{p("169.254.0.253/32"): true, p("10.96.0.0/16"): true, p("10.97.0.1/32"): true}, have)
 }

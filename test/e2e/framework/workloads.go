@@ -263,22 +263,22 @@ func LBIngressSeen(ip netip.Addr, mode corev1.LoadBalancerIPMode) func(rows []ap
 }
 
 // WaitLBApplied waits until every node applied its decision about an ingress IP in full: the
-// agent's servicemap reports programmed (the OVS flows), and the host routes ip into OVS
-// exactly when it is programmed (so that traffic from the node is not sent back into OVS for
-// an address OVS no longer handles, nor routed out for one it does).
+// agent's servicemap reports programmed (the OVS flows), and the host sends ip's Service ports
+// into OVS exactly when it is programmed (so that traffic from the node is not sent back into
+// OVS for an address OVS no longer handles, nor routed out for one it does).
 func (s *Sandbox) WaitLBApplied(ctx context.Context, namespace, name string, ip netip.Addr, programmed bool) error {
 	if err := s.WaitProgrammed(ctx, namespace, name, fmt.Sprintf("with ingress %s programmed=%v", ip, programmed), LBProgrammed(ip, programmed)); err != nil {
 		return err
 	}
-	what := fmt.Sprintf("every node to route %s into OVS: %v", ip, programmed)
+	what := fmt.Sprintf("every node to send %s's Service ports into OVS: %v", ip, programmed)
 	return Poll(ctx, time.Minute, what, func(ctx context.Context) (bool, string, error) {
 		for _, n := range s.Nodes {
-			routes, err := n.HostRoutesInto()
+			addrs, err := n.ServicePortAddrs()
 			if err != nil {
 				return false, err.Error(), nil
 			}
-			if routes[ip.String()] != programmed {
-				return false, fmt.Sprintf("%s: host route to %s present=%v", n.Name, ip, routes[ip.String()]), nil
+			if addrs[ip.String()] != programmed {
+				return false, fmt.Sprintf("%s: Service ports of %s marked into OVS=%v", n.Name, ip, addrs[ip.String()]), nil
 			}
 		}
 		return true, "", nil

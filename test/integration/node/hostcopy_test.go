@@ -21,8 +21,8 @@ import (
 // With OVS's userspace datapath the host's IP stack sees every frame on a pod's veth. Were the
 // host to answer the pod's ARP request for its gateway on the veth, the pod would address its
 // frames to the host too, and the host would forward a copy of each packet for the LB IP back
-// into OVS through the gateway (its route for a programmed LB IP), where it would be taken for
-// an external connection and SNATed. So:
+// into OVS through the gateway (its policy route for a programmed LB IP's port), where it would
+// be taken for an external connection and SNATed. So:
 //   - the pod learns the gateway's MAC, not its veth's, and the host does not answer ARP on
 //     pods' veths (arp_ignore=1);
 //   - a packet with a local pod's source that the host forwards into the gateway anyway (sent
@@ -40,8 +40,8 @@ func TestIntegrationPodToLBIPNotThroughHost(t *testing.T) {
 	w.addService(svcSpec{name: "web", clusterIP: "10.96.0.10", ingress: []v1.LoadBalancerIngress{vip(lbIP)}},
 		map[string]string{p2.ip: "n1"})
 	n.waitServices(1)
-	waitFor(t, 10*time.Second, "the host route of the LB IP into OVS", func() bool {
-		return strings.Contains(n.routes(), lbIP+" via 169.254.0.253 dev antrea-gw0")
+	waitFor(t, 10*time.Second, "the LB IP's Service port marked into OVS", func() bool {
+		return strings.Contains(n.nft(), lbIP+" . tcp . 80")
 	})
 	gw := n.dp.Gateway()
 

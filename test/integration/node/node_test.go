@@ -84,8 +84,13 @@ func TestIntegrationNodeDataPath(t *testing.T) {
 	require.NotContains(t, n.nft(), "172.18.0.101")
 	routes := n.routes()
 	require.NotContains(t, routes, "172.18.0.101")
-	require.Contains(t, routes, "172.18.0.100 via 169.254.0.253 dev antrea-gw0 proto 97 onlink")
-	require.Contains(t, routes, "192.0.2.7 via 169.254.0.253 dev antrea-gw0 proto 97 onlink")
+	// The programmed LB IP and the ExternalIP go into OVS on their Service's port only (marked by
+	// nftables, policy-routed), never as a host route of the whole address.
+	require.NotContains(t, routes, "172.18.0.100")
+	require.NotContains(t, routes, "192.0.2.7")
+	nft := n.nft()
+	require.Contains(t, nft, "172.18.0.100 . tcp . 80")
+	require.Contains(t, nft, "192.0.2.7 . tcp . 80")
 	s, c = w.dial(p1.ns, "172.18.0.101:7000", n.diag)
 	expect("pod→Proxy-mode LB IP follows normal routing", "ext", n.ip, s, c)
 	w.unanswered(w.ext, "172.18.0.101:80") // the LB's own port 80 has no server: OVS did not take it

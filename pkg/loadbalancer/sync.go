@@ -83,7 +83,11 @@ func (c *Controller) cleanup(ctx context.Context, svc *v1.Service) error {
 			return err
 		}
 	}
-	released, wake := c.alloc.Release(key)
+	release := c.alloc.Release
+	if svc.DeletionTimestamp != nil {
+		release = c.alloc.ReleaseDeleted // kept for its namespace/name a while
+	}
+	released, wake := release(key)
 	c.afterRelease(key, released, wake)
 	c.countReleased(released)
 	if len(released) > 0 {
@@ -93,9 +97,10 @@ func (c *Controller) cleanup(ctx context.Context, svc *v1.Service) error {
 	return nil
 }
 
-// releaseDeleted frees the addresses of a Service that no longer exists.
+// releaseDeleted frees the addresses of a Service that no longer exists;
+// they stay reserved for its namespace/name for the grace period.
 func (c *Controller) releaseDeleted(key types.NamespacedName) {
-	released, wake := c.alloc.Release(key)
+	released, wake := c.alloc.ReleaseDeleted(key)
 	c.afterRelease(key, released, wake)
 	c.countReleased(released)
 }
@@ -133,7 +138,7 @@ func (c *Controller) unpublish(ctx context.Context, svc *v1.Service) error {
 // announcing nodes and status.
 func (c *Controller) reconcile(ctx context.Context, svc *v1.Service) error {
 	key := types.NamespacedName{Namespace: svc.Namespace, Name: svc.Name}
-	req, bad := request(svc)
+	req, bad := c.request(svc)
 	var res ipam.Result
 	if len(bad) > 0 {
 		res.Retiring, res.Wake = c.alloc.Retire(key)
@@ -154,6 +159,11 @@ func (c *Controller) reconcile(ctx context.Context, svc *v1.Service) error {
 		res.Wake = append(res.Wake, wake...)
 	}
 	c.afterRelease(key, nil, res.Wake)
+	if !res.RetryAt.IsZero() && !ev.refused() {
+		// A deleted Service's reservation kept an address from it: retry
+		// when the reservation ends.
+		c.queue.AddAfter(key, res.RetryAt.Sub(c.clock.Now()))
+	}
 	if len(res.Added) > 0 && !ev.refused() {
 		c.metrics.allocated(res.Added)
 		c.recorder.Eventf(svc, v1.EventTypeNormal, EventAllocated, "Allocated %s", describeAssignments(res.Added))

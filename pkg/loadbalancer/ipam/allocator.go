@@ -6,9 +6,11 @@ import (
 	"slices"
 	"strings"
 	"sync"
+	"time"
 
 	v1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/utils/clock"
 )
 
 // PortKey is a Service port as far as sharing is concerned: two Services
@@ -37,6 +39,13 @@ type Request struct {
 	ShareKey string
 	// Ports are the Service's ports.
 	Ports []PortKey
+	// Labels are the Service's labels and NamespaceLabels those of its
+	// namespace (nil when unknown): pool scopes select on them.
+	Labels, NamespaceLabels map[string]string
+}
+
+func (r Request) subject() Subject {
+	return Subject{Namespace: r.Owner.Namespace, NamespaceLabels: r.NamespaceLabels, Labels: r.Labels}
 }
 
 // Assignment is an address held by a Service and its pool.
@@ -64,6 +73,16 @@ const (
 	Exhausted
 	// UnknownPool: the selected pool is not configured.
 	UnknownPool
+	// NoPools: no pool is configured at all.
+	NoPools
+	// PoolNotAllowed: the selected pool, or the pool of a requested
+	// address, is not for this Service (its namespaces, namespaceSelector
+	// or serviceSelector).
+	PoolNotAllowed
+	// SharingNotAllowed: a requested address is held by Services of
+	// another namespace that it could share it with, but its pool does
+	// not allow sharing across namespaces.
+	SharingNotAllowed
 )
 
 // Problem is one thing the allocator could not do for a request.
@@ -94,6 +113,9 @@ type Result struct {
 	Wake []types.NamespacedName
 	// Problems explain missing or substituted addresses.
 	Problems []Problem
+	// RetryAt, when set, is when the reservation of a deleted Service's
+	// address that kept this Service from an address ends.
+	RetryAt time.Time
 }
 
 type owner struct {
@@ -122,12 +144,21 @@ type Allocator struct {
 	retiring map[netip.Addr][]types.NamespacedName
 	waiters  map[types.NamespacedName]*waiter
 	nextSeq  uint64
+	keep     Reservations
+	// kept are the reservations of deleted Services' addresses.
+	kept map[netip.Addr]reservation
 }
 
-// New returns an allocator over pools (in allocation order).
-func New(pools []*Pool) *Allocator {
+// New returns an allocator over pools (in allocation order) that keeps
+// the addresses of deleted Services as keep says.
+func New(pools []*Pool, keep Reservations) *Allocator {
+	if keep.Clock == nil {
+		keep.Clock = clock.RealClock{}
+	}
 	return &Allocator{
 		pools:    pools,
+		keep:     keep,
+		kept:     make(map[netip.Addr]reservation),
 		holders:  make(map[netip.Addr][]types.NamespacedName),
 		owners:   make(map[types.NamespacedName]*owner),
 		retiring: make(map[netip.Addr][]types.NamespacedName),
@@ -246,14 +277,14 @@ func (a *Allocator) Ensure(req Request) Result {
 	var res Result
 
 	var selected *Pool
+	if p := a.selectPool(req); p != nil {
+		res.Retiring = a.retireLocked(req.Owner)
+		res.Wake = a.stopWaitingLocked(req.Owner)
+		res.Problems = append(res.Problems, *p)
+		return res
+	}
 	if req.Pool != "" {
-		if selected = a.pool(req.Pool); selected == nil {
-			res.Retiring = a.retireLocked(req.Owner)
-			res.Wake = a.stopWaitingLocked(req.Owner)
-			res.Problems = append(res.Problems, Problem{Kind: UnknownPool,
-				Message: fmt.Sprintf("pool %q (annotation) is not configured", req.Pool)})
-			return res
-		}
+		selected = a.pool(req.Pool)
 	}
 	wanted := a.resolveWanted(req, selected, &res)
 
@@ -281,6 +312,26 @@ func (a *Allocator) Ensure(req Request) Result {
 	return res
 }
 
+// selectPool returns the problem that keeps the Service from any address
+// before allocation starts: no pool configured, or the pool it names
+// unknown or not for it.
+func (a *Allocator) selectPool(req Request) *Problem {
+	if len(a.pools) == 0 {
+		return &Problem{Kind: NoPools, Message: "no address pool is configured (antrea-controller ipPools is empty)"}
+	}
+	if req.Pool == "" {
+		return nil
+	}
+	p := a.pool(req.Pool)
+	if p == nil {
+		return &Problem{Kind: UnknownPool, Message: fmt.Sprintf("pool %q (annotation) is not configured", req.Pool)}
+	}
+	if why := p.refusal(req.subject()); why != "" {
+		return &Problem{Kind: PoolNotAllowed, Message: why}
+	}
+	return nil
+}
+
 // resolveWanted maps each usable requested address to its family and
 // records problems for the others.
 func (a *Allocator) resolveWanted(req Request, selected *Pool, res *Result) map[v1.IPFamily]netip.Addr {
@@ -299,6 +350,9 @@ func (a *Allocator) resolveWanted(req Request, selected *Pool, res *Result) map[
 			bad("is not in pool %q", selected.Name)
 		case a.PoolOf(w) == nil:
 			bad("is not in any pool")
+		case a.PoolOf(w).refusal(req.subject()) != "":
+			res.Problems = append(res.Problems, Problem{Kind: PoolNotAllowed, Family: fam, Addr: w,
+				Message: fmt.Sprintf("requested address %s: %s", w, a.PoolOf(w).refusal(req.subject()))})
 		case wanted[fam].IsValid():
 			bad("is a second %s address; only %s is used", fam, wanted[fam])
 		default:
@@ -310,13 +364,12 @@ func (a *Allocator) resolveWanted(req Request, selected *Pool, res *Result) map[
 
 // ensureFamily keeps, or allocates, the Service's address of family fam.
 func (a *Allocator) ensureFamily(req Request, o *owner, fam v1.IPFamily, selected *Pool, want netip.Addr, res *Result) (netip.Addr, bool) {
-	candidates := a.candidatePools(fam, selected)
+	candidates := a.candidatePools(req, fam, selected)
+	if want.IsValid() {
+		candidates = []*Pool{a.PoolOf(want)}
+	}
 	if len(candidates) == 0 {
-		msg := fmt.Sprintf("no pool has %s addresses", fam)
-		if selected != nil {
-			msg = fmt.Sprintf("pool %q has no %s addresses", selected.Name, fam)
-		}
-		res.Problems = append(res.Problems, Problem{Kind: NoPoolForFamily, Family: fam, Message: msg})
+		res.Problems = append(res.Problems, Problem{Kind: NoPoolForFamily, Family: fam, Message: a.noPoolMessage(req, fam, selected)})
 		return netip.Addr{}, false
 	}
 	for _, cur := range o.addrs {
@@ -334,8 +387,19 @@ func (a *Allocator) ensureFamily(req Request, o *owner, fam v1.IPFamily, selecte
 		}
 	}
 	if want.IsValid() {
-		if !a.canHold(want, req.Owner, o) {
+		if r, ok := a.keptFromOthers(want, req.Owner); ok {
+			res.RetryAt = earlier(res.RetryAt, r.until)
 			res.Problems = append(res.Problems, Problem{Kind: WantedInUse, Family: fam, Addr: want,
+				Message: fmt.Sprintf("requested address %s is reserved for %s, deleted, until %s in case it is re-created",
+					want, r.owner, r.until.UTC().Format(time.RFC3339))})
+			return netip.Addr{}, false
+		}
+		if !a.canHold(want, req.Owner, o) {
+			kind := WantedInUse
+			if a.crossNamespaceOnly(want, req.Owner, o) {
+				kind = SharingNotAllowed
+			}
+			res.Problems = append(res.Problems, Problem{Kind: kind, Family: fam, Addr: want,
 				Message: fmt.Sprintf("requested address %s is in use by %s", want, a.describeHolders(want, req.Owner, o))})
 			return netip.Addr{}, false
 		}
@@ -346,6 +410,9 @@ func (a *Allocator) ensureFamily(req Request, o *owner, fam v1.IPFamily, selecte
 		}
 		return a.take(want, req.Owner, res), true
 	}
+	if addr, ok := a.keptFor(req.Owner, fam, candidates); ok {
+		return a.take(addr, req.Owner, res), true
+	}
 	if o.shareKey != "" {
 		if addr, ok := a.findShareable(fam, candidates, req.Owner, o); ok {
 			return a.take(addr, req.Owner, res), true
@@ -353,6 +420,9 @@ func (a *Allocator) ensureFamily(req Request, o *owner, fam v1.IPFamily, selecte
 	}
 	busy := func(x netip.Addr) bool {
 		if len(a.holders[x]) > 0 || len(a.retiring[x]) > 0 {
+			return true
+		}
+		if _, kept := a.keptFromOthers(x, req.Owner); kept {
 			return true
 		}
 		_, reserved := a.reservedFor(x, req.Owner)
@@ -367,12 +437,19 @@ func (a *Allocator) ensureFamily(req Request, o *owner, fam v1.IPFamily, selecte
 	for i, p := range candidates {
 		names[i] = fmt.Sprintf("%q", p.Name)
 	}
-	res.Problems = append(res.Problems, Problem{Kind: Exhausted, Family: fam,
-		Message: fmt.Sprintf("no free %s address in pool %s", fam, strings.Join(names, ", "))})
+	msg := fmt.Sprintf("no free %s address in pool %s", fam, strings.Join(names, ", "))
+	if end := a.earliestEnd(req.Owner, fam, candidates); !end.IsZero() {
+		res.RetryAt = earlier(res.RetryAt, end)
+		msg += fmt.Sprintf(" (some are reserved for deleted Services until %s)", end.UTC().Format(time.RFC3339))
+	}
+	res.Problems = append(res.Problems, Problem{Kind: Exhausted, Family: fam, Message: msg})
 	return netip.Addr{}, false
 }
 
-func (a *Allocator) candidatePools(fam v1.IPFamily, selected *Pool) []*Pool {
+// candidatePools returns the pools that may give the Service an address
+// of family fam: the selected pool, else every pool for automatic
+// allocation (autoAssign) whose scope admits the Service.
+func (a *Allocator) candidatePools(req Request, fam v1.IPFamily, selected *Pool) []*Pool {
 	if selected != nil {
 		if selected.HasFamily(fam) {
 			return []*Pool{selected}
@@ -381,11 +458,33 @@ func (a *Allocator) candidatePools(fam v1.IPFamily, selected *Pool) []*Pool {
 	}
 	var out []*Pool
 	for _, p := range a.pools {
-		if p.HasFamily(fam) {
+		if p.HasFamily(fam) && !p.Scope.Manual && p.refusal(req.subject()) == "" {
 			out = append(out, p)
 		}
 	}
 	return out
+}
+
+// noPoolMessage explains why no pool may give the Service an address of
+// family fam.
+func (a *Allocator) noPoolMessage(req Request, fam v1.IPFamily, selected *Pool) string {
+	if selected != nil {
+		return fmt.Sprintf("pool %q has no %s addresses", selected.Name, fam)
+	}
+	var why []string
+	for _, p := range a.pools {
+		switch {
+		case !p.HasFamily(fam):
+		case p.Scope.Manual:
+			why = append(why, fmt.Sprintf("pool %q has autoAssign false (name it or request one of its addresses)", p.Name))
+		default:
+			why = append(why, p.refusal(req.subject()))
+		}
+	}
+	if len(why) == 0 {
+		return fmt.Sprintf("no pool has %s addresses", fam)
+	}
+	return fmt.Sprintf("no pool with %s addresses is for this Service: %s", fam, strings.Join(why, "; "))
 }
 
 // findShareable returns the lowest address of family fam in candidates
@@ -412,6 +511,10 @@ func (a *Allocator) canHold(addr netip.Addr, svc types.NamespacedName, o *owner)
 	if !slices.Contains(a.holders[addr], svc) && slices.ContainsFunc(a.retiring[addr], func(r types.NamespacedName) bool { return r != svc }) {
 		return false // still published by a Service that dropped it
 	}
+	if _, kept := a.keptFromOthers(addr, svc); kept {
+		return false
+	}
+	pool := a.PoolOf(addr)
 	for _, h := range a.holders[addr] {
 		if h == svc {
 			continue
@@ -420,8 +523,31 @@ func (a *Allocator) canHold(addr netip.Addr, svc types.NamespacedName, o *owner)
 		if o.shareKey == "" || other.shareKey != o.shareKey || portsClash(o.ports, other.ports) {
 			return false
 		}
+		if pool == nil || !pool.shareable(h.Namespace, svc.Namespace) {
+			return false
+		}
 	}
 	return true
+}
+
+// crossNamespaceOnly reports whether the only thing that keeps svc from
+// sharing addr is that its pool does not allow sharing across namespaces.
+func (a *Allocator) crossNamespaceOnly(addr netip.Addr, svc types.NamespacedName, o *owner) bool {
+	if slices.ContainsFunc(a.retiring[addr], func(r types.NamespacedName) bool { return r != svc }) || o.shareKey == "" {
+		return false
+	}
+	foreign := false
+	for _, h := range a.holders[addr] {
+		if h == svc {
+			continue
+		}
+		other := a.owners[h]
+		if other.shareKey != o.shareKey || portsClash(o.ports, other.ports) {
+			return false
+		}
+		foreign = foreign || h.Namespace != svc.Namespace
+	}
+	return foreign
 }
 
 func (a *Allocator) describeHolders(addr netip.Addr, svc types.NamespacedName, o *owner) string {
@@ -431,13 +557,19 @@ func (a *Allocator) describeHolders(addr netip.Addr, svc types.NamespacedName, o
 			parts = append(parts, r.String()+", which still publishes it until its status is updated")
 		}
 	}
+	pool := a.PoolOf(addr)
 	for _, h := range a.holders[addr] {
 		if h == svc {
 			continue
 		}
 		other := a.owners[h]
-		if o.shareKey != "" && other.shareKey == o.shareKey && !portsClash(o.ports, other.ports) {
+		sameKey := o.shareKey != "" && other.shareKey == o.shareKey && !portsClash(o.ports, other.ports)
+		if sameKey && pool != nil && pool.shareable(h.Namespace, svc.Namespace) {
 			continue // not the one in the way
+		}
+		if sameKey && pool != nil {
+			parts = append(parts, fmt.Sprintf("%s of another namespace: pool %q does not allow sharing across namespaces (allowCrossNamespaceSharing)", h, pool.Name))
+			continue
 		}
 		why := "which does not allow sharing"
 		switch {
@@ -468,6 +600,7 @@ func clashing(a, b []PortKey) string {
 
 func (a *Allocator) take(addr netip.Addr, svc types.NamespacedName, res *Result) netip.Addr {
 	a.dropRetiring(addr, svc)
+	delete(a.kept, addr)
 	if !slices.Contains(a.holders[addr], svc) {
 		a.holders[addr] = insertSorted(a.holders[addr], svc)
 		res.Added = append(res.Added, Assignment{Addr: addr, Pool: a.PoolOf(addr)})

@@ -79,7 +79,7 @@ func (c *Controller) cleanup(ctx context.Context, svc *v1.Service) error {
 	_, waiting := c.alloc.Retire(key)
 	c.afterRelease(key, nil, waiting)
 	if hasFinalizer(svc.Finalizers) {
-		if err := c.unpublish(ctx, svc); err != nil {
+		if err := unpublish(ctx, c.client, svc); err != nil {
 			return err
 		}
 	}
@@ -103,35 +103,6 @@ func (c *Controller) releaseDeleted(key types.NamespacedName) {
 	released, wake := c.alloc.ReleaseDeleted(key)
 	c.afterRelease(key, released, wake)
 	c.countReleased(released)
-}
-
-// unpublish clears the status we wrote and removes our finalizer and the
-// announcing-node annotation. A Service deleted meanwhile publishes
-// nothing either.
-func (c *Controller) unpublish(ctx context.Context, svc *v1.Service) error {
-	st := svc.Status.DeepCopy()
-	changed := len(st.LoadBalancer.Ingress) > 0
-	st.LoadBalancer.Ingress = nil
-	changed = conditions.Remove(&st.Conditions) || changed
-	if changed {
-		upd := svc.DeepCopy()
-		upd.Status = *st
-		out, err := c.client.CoreV1().Services(svc.Namespace).UpdateStatus(ctx, upd, metav1.UpdateOptions{})
-		if apierrors.IsNotFound(err) {
-			return nil
-		}
-		if err != nil {
-			return err
-		}
-		svc = out
-	}
-	upd := svc.DeepCopy()
-	upd.Finalizers = slices.DeleteFunc(upd.Finalizers, func(f string) bool { return f == lbapi.Finalizer })
-	delete(upd.Annotations, lbapi.AnnotationAnnouncingNode)
-	if _, err := c.client.CoreV1().Services(svc.Namespace).Update(ctx, upd, metav1.UpdateOptions{}); err != nil && !apierrors.IsNotFound(err) {
-		return err
-	}
-	return nil
 }
 
 // reconcile allocates for a Service we handle and writes finalizer,

@@ -84,9 +84,9 @@ ipPools:
 		},
 		ReleaseGracePeriod: &Duration{},
 		IPPools: []IPPool{{
-			Name:   "vip",
-			CIDRs:  []string{"10.0.10.0/24", "fd00:10::/120"},
-			Ranges: []string{"10.0.20.10-10.0.20.19", "fd00:20::10 - fd00:20::1f"},
+			Name:       "vip",
+			CIDRs:      []string{"10.0.10.0/24", "fd00:10::/120"},
+			Ranges:     []string{"10.0.20.10-10.0.20.19", "fd00:20::10 - fd00:20::1f"},
 			IPMode:     IPModeVIP,
 			AutoAssign: ptr(true),
 			NodeSelector: &metav1.LabelSelector{

@@ -74,9 +74,9 @@ type Controller struct {
 	// namespaces gives the labels that pools' namespaceSelectors match.
 	namespaces corelisters.NamespaceLister
 	picker     nodePicker
-	synced   []cache.InformerSynced
-	queue    workqueue.TypedRateLimitingInterface[types.NamespacedName]
-	metrics  *Metrics
+	synced     []cache.InformerSynced
+	queue      workqueue.TypedRateLimitingInterface[types.NamespacedName]
+	metrics    *Metrics
 	// ready is set once the caches synced and the allocations are rebuilt.
 	ready        atomic.Bool
 	stallTimeout time.Duration
@@ -115,11 +115,11 @@ func New(client kubernetes.Interface, factory informers.SharedInformerFactory, o
 		class:      opts.Class,
 		alloc:      ipam.New(opts.Pools, ipam.Reservations{Clock: opts.Clock, Grace: opts.ReleaseGrace}),
 		namespaces: nsInf.Lister(),
-		recorder:  opts.Recorder,
-		clock:     opts.Clock,
-		workers:   opts.Workers,
-		services:  svcInf.Lister(),
-		picker:    nodePicker{nodes: nodeInf.Lister(), slices: sliceInf.Lister()},
+		recorder:   opts.Recorder,
+		clock:      opts.Clock,
+		workers:    opts.Workers,
+		services:   svcInf.Lister(),
+		picker:     nodePicker{nodes: nodeInf.Lister(), slices: sliceInf.Lister()},
 		synced: []cache.InformerSynced{svcInf.Informer().HasSynced, nodeInf.Informer().HasSynced,
 			sliceInf.Informer().HasSynced, nsInf.Informer().HasSynced},
 		announcer: make(map[netip.Addr]string),

@@ -72,8 +72,8 @@ func TestPoolScope(t *testing.T) {
 		cond: notServing(c.ReasonUnsupported), msg: `requested address 10.0.6.1: pool "gold" is not for this Service`,
 	}, {
 		name: "spec.loadBalancerIP in a pool that is not for the namespace is refused",
-		svc: lbService("s", inNamespace("other"), func(s *v1.Service) { s.Spec.LoadBalancerIP = "10.0.5.2" }),
-		ips: []string{}, cond: notServing(c.ReasonUnsupported), msg: `pool "team" is not for namespace "other"`,
+		svc:  lbService("s", inNamespace("other"), func(s *v1.Service) { s.Spec.LoadBalancerIP = "10.0.5.2" }),
+		ips:  []string{}, cond: notServing(c.ReasonUnsupported), msg: `pool "team" is not for namespace "other"`,
 	}, {
 		name: "a manual pool serves a Service naming it",
 		svc:  lbService("s", inNamespace("other"), withPool("manual")), ips: []string{"10.0.7.1"}, cond: serving,

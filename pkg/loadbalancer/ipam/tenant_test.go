@@ -28,7 +28,7 @@ func TestSharingAcrossNamespaces(t *testing.T) {
 	}{
 		{name: "same namespace, same key", joiner: in("a", "two"), key: "k", port: 81, want: []netip.Addr{ip("10.0.0.1")}},
 		{name: "other namespace, same key: refused", joiner: in("b", "two"), key: "k", port: 81, want: []netip.Addr{},
-			problems: []ProblemKind{SharingNotAllowed},
+			problems:  []ProblemKind{SharingNotAllowed},
 			msgSubstr: `a/one of another namespace: pool "a" does not allow sharing across namespaces (allowCrossNamespaceSharing)`},
 		{name: "other namespace, pool allows it", crossNS: true, joiner: in("b", "two"), key: "k", port: 81, want: []netip.Addr{ip("10.0.0.1")}},
 		{name: "other namespace, other key: in use (waits)", joiner: in("b", "two"), key: "x", port: 81, want: []netip.Addr{},

@@ -9,11 +9,9 @@ import (
 	"syscall"
 	"time"
 
-	"k8s.io/client-go/kubernetes"
 	"k8s.io/klog/v2"
 
 	"github.com/antrea-proxy/antrea-proxy/pkg/config"
-	"github.com/antrea-proxy/antrea-proxy/pkg/k8sclient"
 	"github.com/antrea-proxy/antrea-proxy/pkg/loadbalancer"
 )
 
@@ -46,13 +44,9 @@ func runCleanup(args []string) error {
 	if err := c.Validate(); err != nil {
 		return fmt.Errorf("%s: --kube-apiserver-override: %w", cleanupCommand, err)
 	}
-	rc, err := k8sclient.Build(k8sclient.Options{Kubeconfig: *kubeconfig, APIServerOverride: *override})
+	client, err := newClient(*kubeconfig, *override)
 	if err != nil {
 		return err
-	}
-	client, err := kubernetes.NewForConfig(rc)
-	if err != nil {
-		return fmt.Errorf("building Kubernetes client: %w", err)
 	}
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()

@@ -110,13 +110,9 @@ func run(args []string) error {
 		}
 		cfg.BindAddress = o.bindAddress
 	}
-	rc, err := k8sclient.Build(k8sclient.Options{Kubeconfig: cfg.Kubeconfig, APIServerOverride: cfg.KubeAPIServerOverride})
+	client, err := newClient(cfg.Kubeconfig, cfg.KubeAPIServerOverride)
 	if err != nil {
 		return err
-	}
-	client, err := kubernetes.NewForConfig(rc)
-	if err != nil {
-		return fmt.Errorf("building Kubernetes client: %w", err)
 	}
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
@@ -184,4 +180,18 @@ func serve(ctx context.Context, o *options, cfg *config.ControllerConfig, client
 		Status:        &status,
 		WatchDog:      watchDog,
 	}, runController)
+}
+
+// newClient builds the Kubernetes client from a kubeconfig ("" means in-cluster) and an
+// optional kube-apiserver override.
+func newClient(kubeconfig, override string) (kubernetes.Interface, error) {
+	rc, err := k8sclient.Build(k8sclient.Options{Kubeconfig: kubeconfig, APIServerOverride: override})
+	if err != nil {
+		return nil, err
+	}
+	client, err := kubernetes.NewForConfig(rc)
+	if err != nil {
+		return nil, fmt.Errorf("building Kubernetes client: %w", err)
+	}
+	return client, nil
 }

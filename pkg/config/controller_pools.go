@@ -6,6 +6,7 @@ package config
 
 import (
 	"fmt"
+	"math/big"
 	"net/netip"
 	"strings"
 
@@ -75,31 +76,11 @@ func tooBroad(r IPRange) bool {
 	return rangeBits(r) > r.First.BitLen()-minBits
 }
 
-// rangeBits returns the number of bits needed to count r's addresses
-// minus one: ceil(log2(size)) for sizes that are not powers of two.
+// rangeBits returns the bit length of last-first: a range of at most
+// 2^n addresses has rangeBits <= n.
 func rangeBits(r IPRange) int {
-	a, b := r.First.As16(), r.Last.As16()
-	var diff [16]byte
-	borrow := 0
-	for i := 15; i >= 0; i-- {
-		d := int(b[i]) - int(a[i]) - borrow
-		borrow = 0
-		if d < 0 {
-			d += 256
-			borrow = 1
-		}
-		diff[i] = byte(d)
-	}
-	for i, x := range diff {
-		if x != 0 {
-			bits := 0
-			for ; x != 0; x >>= 1 {
-				bits++
-			}
-			return (15-i)*8 + bits
-		}
-	}
-	return 0
+	first, last := r.First.As16(), r.Last.As16()
+	return new(big.Int).Sub(new(big.Int).SetBytes(last[:]), new(big.Int).SetBytes(first[:])).BitLen()
 }
 
 func (p IPPool) limitMessage(r IPRange) string {

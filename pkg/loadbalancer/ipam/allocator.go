@@ -490,12 +490,21 @@ func (a *Allocator) noPoolMessage(req Request, fam v1.IPFamily, selected *Pool) 
 // findShareable returns the lowest address of family fam in candidates
 // that is held by other Services and can be shared with svc.
 func (a *Allocator) findShareable(fam v1.IPFamily, candidates []*Pool, svc types.NamespacedName, o *owner) (netip.Addr, bool) {
-	var best netip.Addr
+	var held []netip.Addr
 	for addr, hs := range a.holders {
-		if FamilyOf(addr) != fam || slices.Contains(hs, svc) || !a.canHold(addr, svc, o) {
-			continue
+		if !slices.Contains(hs, svc) && a.canHold(addr, svc, o) {
+			held = append(held, addr)
 		}
-		if !slices.ContainsFunc(candidates, func(p *Pool) bool { return p.Contains(addr) }) {
+	}
+	return lowestIn(held, fam, candidates)
+}
+
+// lowestIn returns the lowest of addrs of family fam that lies in one of
+// candidates.
+func lowestIn(addrs []netip.Addr, fam v1.IPFamily, candidates []*Pool) (netip.Addr, bool) {
+	var best netip.Addr
+	for _, addr := range addrs {
+		if FamilyOf(addr) != fam || !slices.ContainsFunc(candidates, func(p *Pool) bool { return p.Contains(addr) }) {
 			continue
 		}
 		if !best.IsValid() || addr.Less(best) {

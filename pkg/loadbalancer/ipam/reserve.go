@@ -68,22 +68,16 @@ func (a *Allocator) keptFromOthers(addr netip.Addr, svc types.NamespacedName) (r
 // keptFor returns the lowest free address of family fam in candidates
 // reserved for svc: the address it held before it was deleted.
 func (a *Allocator) keptFor(svc types.NamespacedName, fam v1.IPFamily, candidates []*Pool) (netip.Addr, bool) {
-	var best netip.Addr
+	var mine []netip.Addr
 	for addr, r := range a.kept {
-		if r.owner != svc || FamilyOf(addr) != fam || len(a.holders[addr]) > 0 || len(a.retiring[addr]) > 0 {
+		if r.owner != svc || len(a.holders[addr]) > 0 || len(a.retiring[addr]) > 0 {
 			continue
 		}
-		if _, ok := a.keptLocked(addr); !ok {
-			continue
-		}
-		if !slices.ContainsFunc(candidates, func(p *Pool) bool { return p.Contains(addr) }) {
-			continue
-		}
-		if !best.IsValid() || addr.Less(best) {
-			best = addr
+		if _, ok := a.keptLocked(addr); ok {
+			mine = append(mine, addr)
 		}
 	}
-	return best, best.IsValid()
+	return lowestIn(mine, fam, candidates)
 }
 
 // earliestEnd returns when the first reservation, for a Service other

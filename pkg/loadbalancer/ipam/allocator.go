@@ -643,9 +643,18 @@ func (a *Allocator) dropRetiring(addr netip.Addr, svc types.NamespacedName) {
 func (a *Allocator) Release(svc types.NamespacedName) ([]netip.Addr, []types.NamespacedName) {
 	a.mu.Lock()
 	defer a.mu.Unlock()
+	return a.releaseLocked(svc, false)
+}
+
+// releaseLocked is Release, keeping the dropped addresses for svc when it
+// was deleted (keep).
+func (a *Allocator) releaseLocked(svc types.NamespacedName, keep bool) ([]netip.Addr, []types.NamespacedName) {
 	a.retireLocked(svc)
 	wake := a.stopWaitingLocked(svc)
 	dropped, freed := a.unpublishedLocked(svc)
+	if keep {
+		a.keepLocked(svc, dropped)
+	}
 	if freed {
 		wake = a.waitersLocked(0)
 	}

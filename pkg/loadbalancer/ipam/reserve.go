@@ -110,12 +110,5 @@ func earlier(a, b time.Time) time.Time {
 func (a *Allocator) ReleaseDeleted(svc types.NamespacedName) ([]netip.Addr, []types.NamespacedName) {
 	a.mu.Lock()
 	defer a.mu.Unlock()
-	a.retireLocked(svc)
-	wake := a.stopWaitingLocked(svc)
-	dropped, freed := a.unpublishedLocked(svc)
-	a.keepLocked(svc, dropped)
-	if freed {
-		wake = a.waitersLocked(0)
-	}
-	return dropped, wake
+	return a.releaseLocked(svc, true)
 }

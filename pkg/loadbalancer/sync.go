@@ -356,8 +356,10 @@ func pendingMessage(a ipam.Assignment, sharers []*v1.Service) string {
 	if !a.Pool.NodeSelector.Empty() {
 		msg += fmt.Sprintf(" matching the nodeSelector of pool %q", a.Pool.Name)
 	}
-	if slices.ContainsFunc(sharers, func(s *v1.Service) bool {
-		return s.Spec.ExternalTrafficPolicy == v1.ServiceExternalTrafficPolicyLocal
+	// A node must run a local endpoint only when every sharer has
+	// externalTrafficPolicy=Local (nodePicker.eligible).
+	if !slices.ContainsFunc(sharers, func(s *v1.Service) bool {
+		return s.Spec.ExternalTrafficPolicy != v1.ServiceExternalTrafficPolicyLocal
 	}) {
 		msg += " with a ready local endpoint (externalTrafficPolicy=Local)"
 	}

@@ -81,6 +81,7 @@ func TestLoadBalancerProvider(t *testing.T) {
 	t.Run("DeletedAddressReserved", p.deletedAddressReserved)
 	t.Run("MigrationFromAnotherProvider", p.migration)
 	t.Run("HealthAndMetrics", p.healthAndMetrics)
+	t.Run("UninstallCleanup", p.uninstallCleanup)
 }
 
 // waitingServedOnRelease exhausts the one-address pool "tiny", and measures how long the

@@ -90,6 +90,8 @@ func TestDeletedServiceAddressReserved(t *testing.T) {
 
 	h.deleteIn("victim", "web")
 	require.Nil(t, h.syncIn("victim", "web"))
+	_, body := get(t, NewHTTPHandler(HTTPOptions{Controller: h.ctrl, Metrics: h.ctrl.metrics}), "/metrics")
+	require.Contains(t, samples(body, "antrea_controller_lb_reserved_addresses"), `antrea_controller_lb_reserved_addresses{pool="vip"} 1`)
 	got := h.syncIn("tenant", "grab")
 	require.Empty(t, ingressIPs(got), "the waiting tenant got the address of the deleted Service")
 	require.Contains(t, servingCond(t, got).Message, "reserved for victim/web")

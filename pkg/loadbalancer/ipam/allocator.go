@@ -221,6 +221,8 @@ type PoolUsage struct {
 	Pool *Pool
 	// Used counts the pool's addresses held by a Service or retiring.
 	Used int
+	// Reserved counts the pool's free addresses kept for deleted Services.
+	Reserved int
 }
 
 // Usage returns the use of every pool, in pool order.
@@ -245,6 +247,16 @@ func (a *Allocator) Usage() []PoolUsage {
 	for addr := range a.retiring {
 		if len(a.holders[addr]) == 0 {
 			count(addr)
+		}
+	}
+	for addr := range a.kept {
+		if _, ok := a.keptLocked(addr); !ok || len(a.holders[addr]) > 0 || len(a.retiring[addr]) > 0 {
+			continue
+		}
+		for i, p := range a.pools {
+			if p.Contains(addr) {
+				out[i].Reserved++
+			}
 		}
 	}
 	return out

@@ -2,6 +2,10 @@
 // hands out addresses from the pools of antrea-controller.conf to
 // LoadBalancer Services, picks the node that announces each VIP-mode
 // address and reports KEP-4631 status conditions (see pkg/loadbalancer).
+//
+// `antrea-controller cleanup-finalizers` removes what the controller wrote
+// on Services (finalizer, announcing-node annotation, ingress, conditions);
+// the chart's uninstall hook runs it so that no Service is left stuck.
 package main
 
 import (
@@ -78,6 +82,9 @@ func parseFlags(args []string) (*options, error) {
 }
 
 func run(args []string) error {
+	if len(args) > 0 && args[0] == cleanupCommand {
+		return runCleanup(args[1:])
+	}
 	o, err := parseFlags(args)
 	if err != nil {
 		return err
@@ -103,13 +110,9 @@ func run(args []string) error {
 		}
 		cfg.BindAddress = o.bindAddress
 	}
-	rc, err := k8sclient.Build(k8sclient.Options{Kubeconfig: cfg.Kubeconfig, APIServerOverride: cfg.KubeAPIServerOverride})
+	client, err := newClient(cfg.Kubeconfig, cfg.KubeAPIServerOverride)
 	if err != nil {
 		return err
-	}
-	client, err := kubernetes.NewForConfig(rc)
-	if err != nil {
-		return fmt.Errorf("building Kubernetes client: %w", err)
 	}
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
@@ -131,6 +134,7 @@ func serve(ctx context.Context, o *options, cfg *config.ControllerConfig, client
 	metrics := loadbalancer.NewMetrics()
 	ctrl, err := loadbalancer.New(client, factory, loadbalancer.Options{
 		Class: cfg.LoadBalancerClass, Pools: pools, Recorder: recorder, Workers: o.workers, Metrics: metrics,
+		ReleaseGrace: cfg.ReleaseGracePeriod.Duration,
 	})
 	if err != nil {
 		return err
@@ -176,4 +180,18 @@ func serve(ctx context.Context, o *options, cfg *config.ControllerConfig, client
 		Status:        &status,
 		WatchDog:      watchDog,
 	}, runController)
+}
+
+// newClient builds the Kubernetes client from a kubeconfig ("" means in-cluster) and an
+// optional kube-apiserver override.
+func newClient(kubeconfig, override string) (kubernetes.Interface, error) {
+	rc, err := k8sclient.Build(k8sclient.Options{Kubeconfig: kubeconfig, APIServerOverride: override})
+	if err != nil {
+		return nil, err
+	}
+	client, err := kubernetes.NewForConfig(rc)
+	if err != nil {
+		return nil, fmt.Errorf("building Kubernetes client: %w", err)
+	}
+	return client, nil
 }

@@ -44,3 +44,11 @@ func TestRunNeedsAKubeconfigOutsideACluster(t *testing.T) {
 	require.ErrorContains(t, run([]string{"--config", good}), "no kubeconfig given and not running in a cluster")
 	require.ErrorContains(t, run([]string{"--config", good, "--kubeconfig", "/nonexistent/kubeconfig"}), "loading kubeconfig /nonexistent/kubeconfig")
 }
+
+func TestCleanupFinalizersFlags(t *testing.T) {
+	t.Setenv("KUBERNETES_SERVICE_HOST", "")
+	require.EqualError(t, run([]string{"cleanup-finalizers", "extra"}), `cleanup-finalizers: unexpected arguments ["extra"]`)
+	require.EqualError(t, run([]string{"cleanup-finalizers", "--timeout", "0s"}), "cleanup-finalizers: --timeout must be > 0, got 0s")
+	require.ErrorContains(t, run([]string{"cleanup-finalizers", "--kube-apiserver-override", "10.0.0.1:port"}), "kubeAPIServerOverride")
+	require.ErrorContains(t, run([]string{"cleanup-finalizers"}), "no kubeconfig given and not running in a cluster")
+}

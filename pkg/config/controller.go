@@ -34,6 +34,9 @@ const (
 	// DefaultControllerBindAddress is where antrea-controller serves
 	// /healthz, /readyz and /metrics.
 	DefaultControllerBindAddress = "0.0.0.0:10351"
+	// DefaultReleaseGracePeriod is how long the address of a deleted
+	// Service stays reserved for a Service of the same namespace and name.
+	DefaultReleaseGracePeriod = 5 * time.Minute
 )
 
 // Values of IPPool.IPMode, spelled as the Service status field
@@ -65,8 +68,14 @@ type ControllerConfig struct {
 	BindAddress string `json:"bindAddress,omitempty"`
 	// LeaderElection makes sure only one replica writes.
 	LeaderElection LeaderElectionConfig `json:"leaderElection"`
+	// ReleaseGracePeriod is how long an address a deleted Service held
+	// stays reserved for a Service of the same namespace and name: no other
+	// Service gets it meanwhile, and that Service gets it back when it is
+	// re-created. Default 5m; "0s" turns the reservation off.
+	ReleaseGracePeriod *Duration `json:"releaseGracePeriod,omitempty"`
 	// IPPools are the address pools, in the order automatic allocation
-	// tries them. At least one is required.
+	// tries them. None means that no Service gets an address (each reports
+	// why in its LoadBalancerServing condition).
 	IPPools []IPPool `json:"ipPools"`
 }
 
@@ -111,7 +120,28 @@ type IPPool struct {
 	// NodeSelector restricts the nodes that may announce the pool's
 	// addresses (VIP pools only); nil means every node.
 	NodeSelector *metav1.LabelSelector `json:"nodeSelector,omitempty"`
+	// Namespaces and NamespaceSelector restrict the pool to the Services
+	// of the listed namespaces or of the namespaces whose labels match the
+	// selector (either suffices); both unset means every namespace.
+	Namespaces        []string              `json:"namespaces,omitempty"`
+	NamespaceSelector *metav1.LabelSelector `json:"namespaceSelector,omitempty"`
+	// ServiceSelector restricts the pool to the Services whose labels
+	// match it; nil means every Service. A Service the pool is not for
+	// cannot get its addresses, even by naming the pool or an address.
+	ServiceSelector *metav1.LabelSelector `json:"serviceSelector,omitempty"`
+	// AutoAssign: when false, the pool is used only for Services that name
+	// it (antrea-proxy.io/lb-pool) or request one of its addresses.
+	// Default true; see AutoAssigns.
+	AutoAssign *bool `json:"autoAssign,omitempty"`
+	// AllowCrossNamespaceSharing lets Services of different namespaces
+	// share one of the pool's addresses (same antrea-proxy.io/allow-shared-ip
+	// key, no clashing port). Default false: only Services of one
+	// namespace share an address.
+	AllowCrossNamespaceSharing bool `json:"allowCrossNamespaceSharing,omitempty"`
 }
+
+// AutoAssigns reports whether automatic allocation uses the pool (default true).
+func (p IPPool) AutoAssigns() bool { return boolOr(p.AutoAssign, true) }
 
 // IPRange is an inclusive range of addresses of one family.
 type IPRange struct {
@@ -198,6 +228,11 @@ func (p IPPool) AddressRanges() ([]IPRange, error) {
 		r, err := ParseIPRange(s)
 		if err != nil {
 			errs = append(errs, fieldErr(fmt.Sprintf("ranges[%d]", i), "%v", err))
+			continue
+		}
+		if mappedRange(s) {
+			errs = append(errs, fieldErr(fmt.Sprintf("ranges[%d]", i),
+				"pool %q: %q: IPv4-mapped IPv6 addresses are not allowed; write the IPv4 address", p.Name, s))
 			continue
 		}
 		out = append(out, r)
@@ -332,11 +367,15 @@ func (c *ControllerConfig) Defaults() {
 	setDuration(&l.LeaseDuration, DefaultLeaseDuration)
 	setDuration(&l.RenewDeadline, DefaultRenewDeadline)
 	setDuration(&l.RetryPeriod, DefaultRetryPeriod)
+	if c.ReleaseGracePeriod == nil {
+		c.ReleaseGracePeriod = &Duration{Duration: DefaultReleaseGracePeriod}
+	}
 	if c.IPPools == nil {
 		c.IPPools = []IPPool{}
 	}
 	for i := range c.IPPools {
 		setString(&c.IPPools[i].IPMode, IPModeVIP)
+		setBool(&c.IPPools[i].AutoAssign, true)
 	}
 }
 
@@ -366,8 +405,8 @@ func (c *ControllerConfig) Validate() error {
 		errs = append(errs, fieldErr("bindAddress", "%q is not an IP:port", c.BindAddress))
 	}
 	errs = append(errs, c.LeaderElection.validate("leaderElection")...)
-	if len(c.IPPools) == 0 {
-		errs = append(errs, fieldErr("ipPools", "at least one pool is required"))
+	if g := c.ReleaseGracePeriod; g != nil && g.Duration < 0 {
+		errs = append(errs, fieldErr("releaseGracePeriod", "must be >= 0, got %v", g.Duration))
 	}
 	type seenRange struct {
 		path string
@@ -395,17 +434,18 @@ func (c *ControllerConfig) Validate() error {
 		default:
 			errs = append(errs, fieldErr(path+".ipMode", "%q must be %q or %q", p.IPMode, IPModeVIP, IPModeProxy))
 		}
-		if p.NodeSelector != nil {
-			if _, err := metav1.LabelSelectorAsSelector(p.NodeSelector); err != nil {
-				errs = append(errs, fieldErr(path+".nodeSelector", "%v", err))
-			}
-		}
+		errs = append(errs, p.validateScope(path)...)
 		if len(p.CIDRs) == 0 && len(p.Ranges) == 0 {
 			errs = append(errs, fieldErr(path, "needs at least one entry in cidrs or ranges"))
 		}
 		ranges, err := p.AddressRanges()
 		errs = append(errs, prefixFieldErrors(path, err)...)
+		special := p.specialRanges(path)
+		errs = append(errs, special...)
 		for _, r := range ranges {
+			if len(special) > 0 && p.isSpecial(r) {
+				continue // reported above; overlaps would only repeat it
+			}
 			for _, s := range seen {
 				if s.r.overlaps(r) {
 					errs = append(errs, fieldErr(path, "%s overlaps %s of %s", r, s.r, s.path))

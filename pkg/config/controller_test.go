@@ -32,7 +32,8 @@ func TestParseControllerMinimalGetsDefaults(t *testing.T) {
 			RenewDeadline:  dur(DefaultRenewDeadline),
 			RetryPeriod:    dur(DefaultRetryPeriod),
 		},
-		IPPools: []IPPool{{Name: "default", CIDRs: []string{"10.0.10.0/24"}, IPMode: IPModeVIP}},
+		ReleaseGracePeriod: &Duration{DefaultReleaseGracePeriod},
+		IPPools:            []IPPool{{Name: "default", CIDRs: []string{"10.0.10.0/24"}, IPMode: IPModeVIP, AutoAssign: ptr(true)}},
 	}
 	require.Empty(t, cmp.Diff(want, c))
 	require.True(t, c.LeaderElection.Enabled())
@@ -50,6 +51,7 @@ leaderElection:
   leaseDuration: 30s
   renewDeadline: 20s
   retryPeriod: 5s
+releaseGracePeriod: 0s
 ipPools:
 - name: vip
   cidrs: ["10.0.10.0/24", "fd00:10::/120"]
@@ -64,6 +66,11 @@ ipPools:
 - name: edge
   ipMode: Proxy
   ranges: ["192.0.2.1-192.0.2.1"]
+  namespaces: [team-a]
+  namespaceSelector: {matchLabels: {tier: edge}}
+  serviceSelector: {matchLabels: {expose: edge}}
+  autoAssign: false
+  allowCrossNamespaceSharing: true
 `
 	c, err := ParseController([]byte(in))
 	require.NoError(t, err)
@@ -75,11 +82,13 @@ ipPools:
 			Enable: ptr(false), LeaseName: "lb", LeaseNamespace: "antrea",
 			LeaseDuration: dur(30 * time.Second), RenewDeadline: dur(20 * time.Second), RetryPeriod: dur(5 * time.Second),
 		},
+		ReleaseGracePeriod: &Duration{},
 		IPPools: []IPPool{{
-			Name:   "vip",
-			CIDRs:  []string{"10.0.10.0/24", "fd00:10::/120"},
-			Ranges: []string{"10.0.20.10-10.0.20.19", "fd00:20::10 - fd00:20::1f"},
-			IPMode: IPModeVIP,
+			Name:       "vip",
+			CIDRs:      []string{"10.0.10.0/24", "fd00:10::/120"},
+			Ranges:     []string{"10.0.20.10-10.0.20.19", "fd00:20::10 - fd00:20::1f"},
+			IPMode:     IPModeVIP,
+			AutoAssign: ptr(true),
 			NodeSelector: &metav1.LabelSelector{
 				MatchLabels: map[string]string{"lb": "yes"},
 				MatchExpressions: []metav1.LabelSelectorRequirement{
@@ -88,10 +97,16 @@ ipPools:
 			},
 		}, {
 			Name: "edge", Ranges: []string{"192.0.2.1-192.0.2.1"}, IPMode: IPModeProxy,
+			Namespaces:                 []string{"team-a"},
+			NamespaceSelector:          &metav1.LabelSelector{MatchLabels: map[string]string{"tier": "edge"}},
+			ServiceSelector:            &metav1.LabelSelector{MatchLabels: map[string]string{"expose": "edge"}},
+			AutoAssign:                 ptr(false),
+			AllowCrossNamespaceSharing: true,
 		}},
 	}
 	require.Empty(t, cmp.Diff(want, c))
 	require.False(t, c.LeaderElection.Enabled())
+	require.False(t, c.IPPools[1].AutoAssigns())
 
 	ranges, err := c.IPPools[0].AddressRanges()
 	require.NoError(t, err)
@@ -137,6 +152,7 @@ leaderElection:
   leaseDuration: 10s
   renewDeadline: 10s
   retryPeriod: 9s
+releaseGracePeriod: -1s
 ipPools:
 - name: a
   cidrs: ["10.0.0.0/24", "10.1.0.0/33"]
@@ -149,6 +165,8 @@ ipPools:
     - {key: zone, operator: Near}
 - name: ""
   cidrs: ["fd00::/64"]
+  namespaces: [Team_A]
+  serviceSelector: {matchExpressions: [{key: x, operator: Far}]}
 `
 	_, err := ParseController([]byte(in))
 	require.Equal(t, []string{
@@ -158,6 +176,7 @@ ipPools:
 		`leaderElection.leaseNamespace: "Bad_NS" is not a valid namespace: a lowercase RFC 1123 label must consist of lower case alphanumeric characters or '-', and must start and end with an alphanumeric character (e.g. 'my-name',  or '123-abc', regex used for validation is '[a-z0-9]([-a-z0-9]*[a-z0-9])?')`,
 		`leaderElection.renewDeadline: 10s must be < leaseDuration (10s)`,
 		`leaderElection.retryPeriod: 9s is too long for renewDeadline 10s (must be < renewDeadline/1.2)`,
+		`releaseGracePeriod: must be >= 0, got -1s`,
 		`ipPools[0].ipMode: "Direct" must be "VIP" or "Proxy"`,
 		`ipPools[0].cidrs[1]: "10.1.0.0/33" is not a valid CIDR`,
 		`ipPools[0].ranges[1]: "10.2.0.9-10.2.0.1": first address is after last address`,
@@ -169,10 +188,9 @@ ipPools:
 		`ipPools[1].nodeSelector: "Near" is not a valid label selector operator`,
 		`ipPools[1]: needs at least one entry in cidrs or ranges`,
 		`ipPools[2].name: required`,
+		`ipPools[2].serviceSelector: "Far" is not a valid label selector operator`,
+		`ipPools[2].namespaces[0]: "Team_A" is not a valid namespace: a lowercase RFC 1123 label must consist of lower case alphanumeric characters or '-', and must start and end with an alphanumeric character (e.g. 'my-name',  or '123-abc', regex used for validation is '[a-z0-9]([-a-z0-9]*[a-z0-9])?')`,
 	}, errorLines(err))
-
-	_, err = ParseController([]byte("loadBalancerClass: example.com/lb\n"))
-	require.EqualError(t, err, "ipPools: at least one pool is required")
 }
 
 func TestCIDRRange(t *testing.T) {
@@ -207,9 +225,9 @@ func TestLoadController(t *testing.T) {
 	require.Equal(t, "default", c.IPPools[0].Name)
 
 	bad := filepath.Join(dir, "bad.conf")
-	require.NoError(t, os.WriteFile(bad, []byte("ipPools: []\n"), 0o600))
+	require.NoError(t, os.WriteFile(bad, []byte("ipPools: [{name: x, cidrs: [0.0.0.0/0]}]\n"), 0o600))
 	_, err = LoadController(bad)
-	require.EqualError(t, err, "loading antrea-controller config "+bad+": ipPools: at least one pool is required")
+	require.ErrorContains(t, err, "loading antrea-controller config "+bad+`: ipPools[0].cidrs[0]: pool "x": 0.0.0.0/0 is too broad`)
 
 	_, err = LoadController(filepath.Join(dir, "missing.conf"))
 	require.ErrorContains(t, err, "reading antrea-controller config")

@@ -40,8 +40,13 @@ const DefaultWorkers = 4
 type Options struct {
 	// Class is the spec.loadBalancerClass handled besides "no class".
 	Class string
-	// Pools are the address pools, in allocation order.
+	// Pools are the address pools, in allocation order. None is valid:
+	// every Service then reports that no pool is configured.
 	Pools []*ipam.Pool
+	// ReleaseGrace is how long the addresses of a deleted Service stay
+	// reserved for a Service of the same namespace and name; 0 reserves
+	// nothing.
+	ReleaseGrace time.Duration
 	// Recorder receives the Events emitted on Services. Required.
 	Recorder record.EventRecorder
 	// Clock stamps condition transitions; default the real clock.
@@ -66,10 +71,12 @@ type Controller struct {
 	clock    clock.PassiveClock
 	workers  int
 	services corelisters.ServiceLister
-	picker   nodePicker
-	synced   []cache.InformerSynced
-	queue    workqueue.TypedRateLimitingInterface[types.NamespacedName]
-	metrics  *Metrics
+	// namespaces gives the labels that pools' namespaceSelectors match.
+	namespaces corelisters.NamespaceLister
+	picker     nodePicker
+	synced     []cache.InformerSynced
+	queue      workqueue.TypedRateLimitingInterface[types.NamespacedName]
+	metrics    *Metrics
 	// ready is set once the caches synced and the allocations are rebuilt.
 	ready        atomic.Bool
 	stallTimeout time.Duration
@@ -84,8 +91,8 @@ type Controller struct {
 
 // New builds a Controller on the informers of factory.
 func New(client kubernetes.Interface, factory informers.SharedInformerFactory, opts Options) (*Controller, error) {
-	if opts.Class == "" || len(opts.Pools) == 0 || opts.Recorder == nil {
-		return nil, errors.New("loadbalancer: Options.Class, Options.Pools and Options.Recorder are required")
+	if opts.Class == "" || opts.Recorder == nil {
+		return nil, errors.New("loadbalancer: Options.Class and Options.Recorder are required")
 	}
 	if opts.Clock == nil {
 		opts.Clock = clock.RealClock{}
@@ -102,16 +109,19 @@ func New(client kubernetes.Interface, factory informers.SharedInformerFactory, o
 	svcInf := factory.Core().V1().Services()
 	nodeInf := factory.Core().V1().Nodes()
 	sliceInf := factory.Discovery().V1().EndpointSlices()
+	nsInf := factory.Core().V1().Namespaces()
 	c := &Controller{
-		client:    client,
-		class:     opts.Class,
-		alloc:     ipam.New(opts.Pools),
-		recorder:  opts.Recorder,
-		clock:     opts.Clock,
-		workers:   opts.Workers,
-		services:  svcInf.Lister(),
-		picker:    nodePicker{nodes: nodeInf.Lister(), slices: sliceInf.Lister()},
-		synced:    []cache.InformerSynced{svcInf.Informer().HasSynced, nodeInf.Informer().HasSynced, sliceInf.Informer().HasSynced},
+		client:     client,
+		class:      opts.Class,
+		alloc:      ipam.New(opts.Pools, ipam.Reservations{Clock: opts.Clock, Grace: opts.ReleaseGrace}),
+		namespaces: nsInf.Lister(),
+		recorder:   opts.Recorder,
+		clock:      opts.Clock,
+		workers:    opts.Workers,
+		services:   svcInf.Lister(),
+		picker:     nodePicker{nodes: nodeInf.Lister(), slices: sliceInf.Lister()},
+		synced: []cache.InformerSynced{svcInf.Informer().HasSynced, nodeInf.Informer().HasSynced,
+			sliceInf.Informer().HasSynced, nsInf.Informer().HasSynced},
 		announcer: make(map[netip.Addr]string),
 		inflight:  make(map[types.NamespacedName]time.Time),
 		metrics:   opts.Metrics,
@@ -145,6 +155,11 @@ func New(client kubernetes.Interface, factory informers.SharedInformerFactory, o
 		DeleteFunc: c.onEndpointSlice,
 	}); err != nil {
 		return nil, fmt.Errorf("loadbalancer: watching EndpointSlices: %w", err)
+	}
+	if _, err = nsInf.Informer().AddEventHandler(cache.ResourceEventHandlerFuncs{
+		UpdateFunc: c.onNamespaceUpdate,
+	}); err != nil {
+		return nil, fmt.Errorf("loadbalancer: watching Namespaces: %w", err)
 	}
 	return c, nil
 }
@@ -271,7 +286,7 @@ func (c *Controller) restore() error {
 		if !c.handles(svc) || svc.DeletionTimestamp != nil {
 			continue // released by its next sync
 		}
-		req, _ := request(svc)
+		req, _ := c.request(svc)
 		for _, p := range c.alloc.Restore(key, ingressAddrs(svc), req.ShareKey, req.Ports) {
 			klog.InfoS("Not restoring LoadBalancer address", "service", key, "reason", p.Message)
 		}
@@ -288,7 +303,7 @@ func (c *Controller) restore() error {
 	// had not yet added the finalizer) set: after ours, so ours win.
 	for _, svc := range adoptable {
 		if svc.DeletionTimestamp == nil {
-			req, _ := request(svc)
+			req, _ := c.request(svc)
 			c.adopt(req.Owner, svc, req)
 		}
 	}
@@ -316,7 +331,7 @@ func (c *Controller) restoreWaiting(svcs []*v1.Service) {
 	}
 	slices.SortStableFunc(ws, func(a, b waiting) int { return a.since.Compare(b.since) })
 	for _, w := range ws {
-		if req, bad := request(w.svc); len(bad) == 0 {
+		if req, bad := c.request(w.svc); len(bad) == 0 {
 			c.alloc.Wait(req)
 		}
 	}
@@ -345,4 +360,23 @@ func (c *Controller) processNext(ctx context.Context) bool {
 	}
 	c.queue.Forget(key)
 	return true
+}
+
+// onNamespaceUpdate queues the Services of a namespace whose labels
+// changed: pools' namespaceSelectors may now admit or refuse them.
+func (c *Controller) onNamespaceUpdate(oldObj, newObj any) {
+	o, ok1 := oldObj.(*v1.Namespace)
+	n, ok2 := newObj.(*v1.Namespace)
+	if !ok1 || !ok2 || labels.Equals(o.Labels, n.Labels) {
+		return
+	}
+	svcs, err := c.services.Services(n.Name).List(labels.Everything())
+	if err != nil {
+		return
+	}
+	for _, svc := range svcs {
+		if c.handles(svc) {
+			c.queue.Add(types.NamespacedName{Namespace: svc.Namespace, Name: svc.Name})
+		}
+	}
 }

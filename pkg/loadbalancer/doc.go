@@ -14,7 +14,10 @@
 //   - antrea-proxy.io/lb-pool: "<pool>" restricts allocation to one pool.
 //   - antrea-proxy.io/allow-shared-ip: "<key>" lets Services with the same
 //     key share an address when none of their ports (protocol and port)
-//     clash. Without it an address belongs to one Service.
+//     clash and they are in one namespace (or the address's pool allows
+//     cross-namespace sharing). Without it an address belongs to one
+//     Service. Asking for an address that another namespace's Service
+//     shares under the same key is refused (Unsupported, LoadBalancerIP).
 //   - antrea-proxy.io/required-features: "IPFamilies,Ports,..." lists the
 //     KEP-4631 features the Service needs; any that cannot be met gives
 //     LoadBalancerServing=False/Unsupported naming them. Features that are
@@ -26,6 +29,23 @@
 // never listed: an external proxy receives their traffic. The finalizer
 // antrea-proxy.io/load-balancer keeps a Service's addresses allocated
 // until the controller has released them.
+//
+// # Tenants
+//
+// A pool's scope (ipam.Scope: namespaces, namespaceSelector,
+// serviceSelector, autoAssign) decides which Services may use it; a
+// Service outside it is refused (Unsupported, LoadBalancerIP) even when it
+// names the pool or one of its addresses, and namespace label changes
+// re-queue the namespace's Services. The node announcing a shared address
+// is chosen for all its sharers together (nodePicker.eligible): one sharer
+// without local endpoints never withdraws the others' address. An address
+// a deleted Service held stays reserved for its namespace/name for
+// Options.ReleaseGrace (in memory: a restart ends it early), so a tenant
+// waiting for it cannot take it from a Service being re-created. With no
+// pool configured every Service reports so (Infrastructure).
+// RemoveFinalizers, run by `antrea-controller cleanup-finalizers` from the
+// chart's uninstall hook, undoes what the controller wrote on every
+// Service.
 //
 // # What the controller cannot deliver
 //

@@ -156,7 +156,8 @@ func (h *harness) newController(pools []config.IPPool, rec record.EventRecorder)
 	h.t.Helper()
 	ps, err := NewPools(pools)
 	require.NoError(h.t, err)
-	c, err := New(h.client, h.factory, Options{Class: testClass, Pools: ps, Recorder: rec, Clock: h.clock})
+	c, err := New(h.client, h.factory, Options{Class: testClass, Pools: ps, Recorder: rec, Clock: h.clock,
+		ReleaseGrace: config.DefaultReleaseGracePeriod})
 	require.NoError(h.t, err)
 	return c
 }

@@ -11,6 +11,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
 
+	"github.com/antrea-proxy/antrea-proxy/pkg/config"
 	"github.com/antrea-proxy/antrea-proxy/pkg/lbapi"
 	c "github.com/antrea-proxy/antrea-proxy/pkg/loadbalancer/conditions"
 )
@@ -78,7 +79,8 @@ func TestConditionTransitions(t *testing.T) {
 	require.Contains(t, h.events(), `Warning AllocationFailed Infrastructure: no free IPv4 address in pool "sel"`)
 
 	// The first Service is deleted: its address is released, the finalizer
-	// removed; then the second one gets the address.
+	// removed; the address stays reserved for ns/a for the grace period,
+	// then the second one gets it.
 	now := metav1.NewTime(t4)
 	h.update("a", func(s *v1.Service) { s.DeletionTimestamp = &now })
 	svc = h.sync("a")
@@ -88,7 +90,12 @@ func TestConditionTransitions(t *testing.T) {
 	require.Empty(t, svc.Status.Conditions)
 	require.Contains(t, h.events(), "Normal IPReleased Released 10.0.1.1")
 	b = h.sync("b")
-	requireCondAt(t, b, c.TypeServing, serving, 1, t4)
+	require.Empty(t, ingressIPs(b))
+	require.Contains(t, servingCond(t, b).Message, "reserved for deleted Services until")
+	t5 := t4.Add(config.DefaultReleaseGracePeriod)
+	h.clock.SetTime(t5)
+	b = h.sync("b")
+	requireCondAt(t, b, c.TypeServing, serving, 1, t5)
 	require.Equal(t, []string{"10.0.1.1"}, ingressIPs(b))
 
 	// Changing the type releases and clears everything we wrote, keeping

@@ -103,6 +103,7 @@ type stateCollector struct {
 	c        *Controller
 	poolSize *prometheus.Desc
 	poolUsed *prometheus.Desc
+	reserved *prometheus.Desc
 	services *prometheus.Desc
 	waiting  *prometheus.Desc
 }
@@ -113,6 +114,8 @@ func newStateCollector(c *Controller) *stateCollector {
 		c:        c,
 		poolSize: prometheus.NewDesc(name("lb_pool_addresses"), "Addresses in the pool.", []string{"pool"}, nil),
 		poolUsed: prometheus.NewDesc(name("lb_pool_addresses_used"), "Addresses of the pool held by a Service (or still published by one that dropped it).", []string{"pool"}, nil),
+		reserved: prometheus.NewDesc(name("lb_reserved_addresses"),
+			"Free addresses of the pool kept for the namespace/name of the deleted Service that held them, until its grace period ends.", []string{"pool"}, nil),
 		services: prometheus.NewDesc(name("lb_services"),
 			"LoadBalancer Services of this controller's class, by KEP-4631 condition type, status and reason (a Service counts once per condition it carries).",
 			[]string{"condition", "status", "reason"}, nil),
@@ -123,6 +126,7 @@ func newStateCollector(c *Controller) *stateCollector {
 func (s *stateCollector) Describe(ch chan<- *prometheus.Desc) {
 	ch <- s.poolSize
 	ch <- s.poolUsed
+	ch <- s.reserved
 	ch <- s.services
 	ch <- s.waiting
 }
@@ -131,6 +135,7 @@ func (s *stateCollector) Collect(ch chan<- prometheus.Metric) {
 	for _, u := range s.c.alloc.Usage() {
 		ch <- prometheus.MustNewConstMetric(s.poolSize, prometheus.GaugeValue, u.Pool.Size(), u.Pool.Name)
 		ch <- prometheus.MustNewConstMetric(s.poolUsed, prometheus.GaugeValue, float64(u.Used), u.Pool.Name)
+		ch <- prometheus.MustNewConstMetric(s.reserved, prometheus.GaugeValue, float64(u.Reserved), u.Pool.Name)
 	}
 	ch <- prometheus.MustNewConstMetric(s.waiting, prometheus.GaugeValue, float64(len(s.c.alloc.Waiters())))
 	type condKey struct{ typ, status, reason string }

@@ -21,31 +21,53 @@ type nodePicker struct {
 }
 
 // eligible returns, sorted, the nodes that may announce an address of
-// pool for all of services (the Services sharing it): Ready nodes that
-// match the pool's node selector and are not labelled
-// node.kubernetes.io/exclude-from-external-load-balancers, and, for every
-// Service with externalTrafficPolicy=Local, that run a ready endpoint of it.
+// pool for services, the Services sharing it, all together: among the
+// Ready nodes that match the pool's node selector and are not labelled
+// node.kubernetes.io/exclude-from-external-load-balancers, those that run
+// a ready endpoint of the most sharers with externalTrafficPolicy=Local.
+// A node must run one of at least one of them unless a sharer has
+// externalTrafficPolicy=Cluster (any node serves it). So one sharer
+// without local endpoints never withdraws the address of the others.
 func (p nodePicker) eligible(pool *ipam.Pool, services []*v1.Service) ([]string, error) {
 	nodes, err := p.nodes.List(pool.NodeSelector)
 	if err != nil {
 		return nil, err
 	}
-	var out []string
+	score := map[string]int{}
 	for _, n := range nodes {
 		if _, excluded := n.Labels[v1.LabelNodeExcludeBalancers]; excluded || !nodeReady(n) {
 			continue
 		}
-		out = append(out, n.Name)
+		score[n.Name] = 0
 	}
+	anyCluster := false
 	for _, svc := range services {
 		if svc.Spec.ExternalTrafficPolicy != v1.ServiceExternalTrafficPolicyLocal {
+			anyCluster = true
 			continue
 		}
 		local, err := p.endpointNodes(svc)
 		if err != nil {
 			return nil, err
 		}
-		out = slices.DeleteFunc(out, func(n string) bool { _, ok := local[n]; return !ok })
+		for n := range local {
+			if _, ok := score[n]; ok {
+				score[n]++
+			}
+		}
+	}
+	best := 0
+	for _, s := range score {
+		best = max(best, s)
+	}
+	if best == 0 && !anyCluster {
+		return nil, nil
+	}
+	var out []string
+	for n, s := range score {
+		if s == best {
+			out = append(out, n)
+		}
 	}
 	slices.Sort(out)
 	return out, nil

@@ -13,6 +13,16 @@ import (
 	"github.com/antrea-proxy/antrea-proxy/pkg/loadbalancer/ipam"
 )
 
+// request is the package function request with the labels of the
+// Service's namespace, which pools' namespaceSelectors match.
+func (c *Controller) request(svc *v1.Service) (ipam.Request, []conditions.Unmet) {
+	req, bad := request(svc)
+	if ns, err := c.namespaces.Get(svc.Namespace); err == nil {
+		req.NamespaceLabels = ns.Labels
+	}
+	return req, bad
+}
+
 // request turns a Service into an allocation request. Malformed
 // annotations are returned as unmet features: they make the Service
 // unsupported whatever it requires.
@@ -22,6 +32,7 @@ func request(svc *v1.Service) (ipam.Request, []conditions.Unmet) {
 		Families: families(svc),
 		Pool:     svc.Annotations[lbapi.AnnotationPool],
 		ShareKey: svc.Annotations[lbapi.AnnotationAllowSharedIP],
+		Labels:   svc.Labels,
 	}
 	var bad []conditions.Unmet
 	if s := svc.Spec.LoadBalancerIP; s != "" {
@@ -109,6 +120,9 @@ func evaluate(svc *v1.Service, res ipam.Result, bad []conditions.Unmet) evaluati
 			unmet = append(unmet, conditions.Unmet{Feature: conditions.FeatureIPFamilies, Why: p.Message})
 		case ipam.WantedNotInPool:
 			unmet = append(unmet, conditions.Unmet{Feature: conditions.FeatureLoadBalancerIP, Why: p.Message})
+		case ipam.PoolNotAllowed, ipam.SharingNotAllowed:
+			// A pool's scope is a control of the administrator: always refused.
+			e.unsupported = append(e.unsupported, conditions.Unmet{Feature: conditions.FeatureLoadBalancerIP, Why: p.Message})
 		default:
 			e.infrastructure = append(e.infrastructure, p.Message)
 		}

@@ -34,7 +34,8 @@ func NewPools(cfgs []config.IPPool) ([]*ipam.Pool, error) {
 }
 
 // poolSpec converts one configured pool into ipam's spec: its CIDRs and ranges parsed (CIDRs
-// first, in file order), an empty ipMode read as VIP and its node selector compiled.
+// first, in file order), an empty ipMode read as VIP, its selectors compiled and its scope
+// (namespaces, selectors, autoAssign, cross-namespace sharing) set.
 func poolSpec(c config.IPPool) (ipam.PoolSpec, error) {
 	ranges, err := c.AddressRanges()
 	if err != nil {
@@ -47,12 +48,24 @@ func poolSpec(c config.IPPool) (ipam.PoolSpec, error) {
 	for _, r := range ranges {
 		spec.Ranges = append(spec.Ranges, ipam.Range{First: r.First, Last: r.Last})
 	}
-	if c.NodeSelector != nil {
-		var sel labels.Selector
-		if sel, err = metav1.LabelSelectorAsSelector(c.NodeSelector); err != nil {
-			return ipam.PoolSpec{}, fmt.Errorf("pool %q: nodeSelector: %w", c.Name, err)
+	var errs []error
+	selector := func(field string, ls *metav1.LabelSelector) labels.Selector {
+		if ls == nil {
+			return nil
 		}
-		spec.NodeSelector = sel
+		sel, err := metav1.LabelSelectorAsSelector(ls)
+		if err != nil {
+			errs = append(errs, fmt.Errorf("pool %q: %s: %w", c.Name, field, err))
+		}
+		return sel
 	}
-	return spec, nil
+	spec.NodeSelector = selector("nodeSelector", c.NodeSelector)
+	spec.Scope = ipam.Scope{
+		Namespaces:            c.Namespaces,
+		NamespaceSelector:     selector("namespaceSelector", c.NamespaceSelector),
+		ServiceSelector:       selector("serviceSelector", c.ServiceSelector),
+		Manual:                !c.AutoAssigns(),
+		CrossNamespaceSharing: c.AllowCrossNamespaceSharing,
+	}
+	return spec, errors.Join(errs...)
 }

@@ -172,6 +172,7 @@ func TestRestartKeepsWaitingOrder(t *testing.T) {
 		return err != nil
 	}, 5*time.Second, time.Millisecond)
 	h.sync("a")
+	h.clock.Step(config.DefaultReleaseGracePeriod) // the reservation for the deleted ns/a ends
 	require.Empty(t, ingressIPs(h.sync("b-young")), "the younger waiter synced first does not overtake")
 	require.Equal(t, []string{"192.0.2.1"}, ingressIPs(h.sync("z-old")))
 }

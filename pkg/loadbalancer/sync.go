@@ -79,11 +79,15 @@ func (c *Controller) cleanup(ctx context.Context, svc *v1.Service) error {
 	_, waiting := c.alloc.Retire(key)
 	c.afterRelease(key, nil, waiting)
 	if hasFinalizer(svc.Finalizers) {
-		if err := c.unpublish(ctx, svc); err != nil {
+		if err := unpublish(ctx, c.client, svc); err != nil {
 			return err
 		}
 	}
-	released, wake := c.alloc.Release(key)
+	release := c.alloc.Release
+	if svc.DeletionTimestamp != nil {
+		release = c.alloc.ReleaseDeleted // kept for its namespace/name a while
+	}
+	released, wake := release(key)
 	c.afterRelease(key, released, wake)
 	c.countReleased(released)
 	if len(released) > 0 {
@@ -93,47 +97,19 @@ func (c *Controller) cleanup(ctx context.Context, svc *v1.Service) error {
 	return nil
 }
 
-// releaseDeleted frees the addresses of a Service that no longer exists.
+// releaseDeleted frees the addresses of a Service that no longer exists;
+// they stay reserved for its namespace/name for the grace period.
 func (c *Controller) releaseDeleted(key types.NamespacedName) {
-	released, wake := c.alloc.Release(key)
+	released, wake := c.alloc.ReleaseDeleted(key)
 	c.afterRelease(key, released, wake)
 	c.countReleased(released)
-}
-
-// unpublish clears the status we wrote and removes our finalizer and the
-// announcing-node annotation. A Service deleted meanwhile publishes
-// nothing either.
-func (c *Controller) unpublish(ctx context.Context, svc *v1.Service) error {
-	st := svc.Status.DeepCopy()
-	changed := len(st.LoadBalancer.Ingress) > 0
-	st.LoadBalancer.Ingress = nil
-	changed = conditions.Remove(&st.Conditions) || changed
-	if changed {
-		upd := svc.DeepCopy()
-		upd.Status = *st
-		out, err := c.client.CoreV1().Services(svc.Namespace).UpdateStatus(ctx, upd, metav1.UpdateOptions{})
-		if apierrors.IsNotFound(err) {
-			return nil
-		}
-		if err != nil {
-			return err
-		}
-		svc = out
-	}
-	upd := svc.DeepCopy()
-	upd.Finalizers = slices.DeleteFunc(upd.Finalizers, func(f string) bool { return f == lbapi.Finalizer })
-	delete(upd.Annotations, lbapi.AnnotationAnnouncingNode)
-	if _, err := c.client.CoreV1().Services(svc.Namespace).Update(ctx, upd, metav1.UpdateOptions{}); err != nil && !apierrors.IsNotFound(err) {
-		return err
-	}
-	return nil
 }
 
 // reconcile allocates for a Service we handle and writes finalizer,
 // announcing nodes and status.
 func (c *Controller) reconcile(ctx context.Context, svc *v1.Service) error {
 	key := types.NamespacedName{Namespace: svc.Namespace, Name: svc.Name}
-	req, bad := request(svc)
+	req, bad := c.request(svc)
 	var res ipam.Result
 	if len(bad) > 0 {
 		res.Retiring, res.Wake = c.alloc.Retire(key)
@@ -154,6 +130,11 @@ func (c *Controller) reconcile(ctx context.Context, svc *v1.Service) error {
 		res.Wake = append(res.Wake, wake...)
 	}
 	c.afterRelease(key, nil, res.Wake)
+	if !res.RetryAt.IsZero() && !ev.refused() {
+		// A deleted Service's reservation kept an address from it: retry
+		// when the reservation ends.
+		c.queue.AddAfter(key, res.RetryAt.Sub(c.clock.Now()))
+	}
 	if len(res.Added) > 0 && !ev.refused() {
 		c.metrics.allocated(res.Added)
 		c.recorder.Eventf(svc, v1.EventTypeNormal, EventAllocated, "Allocated %s", describeAssignments(res.Added))
@@ -375,8 +356,10 @@ func pendingMessage(a ipam.Assignment, sharers []*v1.Service) string {
 	if !a.Pool.NodeSelector.Empty() {
 		msg += fmt.Sprintf(" matching the nodeSelector of pool %q", a.Pool.Name)
 	}
-	if slices.ContainsFunc(sharers, func(s *v1.Service) bool {
-		return s.Spec.ExternalTrafficPolicy == v1.ServiceExternalTrafficPolicyLocal
+	// A node must run a local endpoint only when every sharer has
+	// externalTrafficPolicy=Local (nodePicker.eligible).
+	if !slices.ContainsFunc(sharers, func(s *v1.Service) bool {
+		return s.Spec.ExternalTrafficPolicy != v1.ServiceExternalTrafficPolicyLocal
 	}) {
 		msg += " with a ready local endpoint (externalTrafficPolicy=Local)"
 	}

@@ -190,7 +190,8 @@ func TestControllerConfParsesStrictly(t *testing.T) {
 				RenewDeadline: config.Duration{Duration: 10 * time.Second},
 				RetryPeriod:   config.Duration{Duration: 2 * time.Second},
 			},
-			IPPools: []config.IPPool{{Name: "default", CIDRs: []string{"192.168.240.0/28"}, IPMode: "VIP"}},
+			ReleaseGracePeriod: &config.Duration{Duration: config.DefaultReleaseGracePeriod},
+			IPPools:            []config.IPPool{},
 		}
 		if diff := cmp.Diff(want, got); diff != "" {
 			t.Errorf("antrea-controller.conf loads as (-want +got):\n%s", diff)
@@ -231,9 +232,29 @@ controller:
 		_, err := config.ParseController([]byte(conf))
 		require.ErrorContains(t, err, "overlaps")
 	})
-	t.Run("NoPoolFailsRendering", func(t *testing.T) {
-		_, err := h.Template("", "--set-json", "lbPools=[]")
-		require.ErrorContains(t, err, "lbPools: antrea-controller needs at least one LoadBalancer address pool")
+	t.Run("NoDefaultPool", func(t *testing.T) {
+		// The chart ships no active pool: the controller runs without one.
+		conf := dataKey(t, render(t, h).configMap(t), "antrea-controller.conf")
+		require.Contains(t, conf, "\nipPools: []\n")
+	})
+	t.Run("PoolScopeAndGrace", func(t *testing.T) {
+		conf := dataKey(t, render(t, h, "--set", "controller.releaseGracePeriod=0s", "--set-json",
+			`lbPools=[{"name":"t","cidrs":["10.0.0.0/24"],"namespaces":["team-a"],"namespaceSelector":{"matchLabels":{"tier":"gold"}},`+
+				`"serviceSelector":{"matchLabels":{"expose":"yes"}},"autoAssign":false,"allowCrossNamespaceSharing":true}]`).configMap(t), "antrea-controller.conf")
+		got, err := config.ParseController([]byte(conf))
+		require.NoError(t, err, "antrea-controller.conf:\n%s", conf)
+		require.Equal(t, time.Duration(0), got.ReleaseGracePeriod.Duration)
+		p := got.IPPools[0]
+		require.Equal(t, []string{"team-a"}, p.Namespaces)
+		require.Equal(t, map[string]string{"tier": "gold"}, p.NamespaceSelector.MatchLabels)
+		require.Equal(t, map[string]string{"expose": "yes"}, p.ServiceSelector.MatchLabels)
+		require.False(t, p.AutoAssigns())
+		require.True(t, p.AllowCrossNamespaceSharing)
+	})
+	t.Run("SpecialRangeRejected", func(t *testing.T) {
+		conf := dataKey(t, render(t, h, "--set-json", `lbPools=[{"name":"meta","cidrs":["169.254.169.254/32"]}]`).configMap(t), "antrea-controller.conf")
+		_, err := config.ParseController([]byte(conf))
+		require.ErrorContains(t, err, `pool "meta": 169.254.169.254/32 includes 169.254.0.0/16`)
 	})
 }
 

@@ -131,7 +131,7 @@ func recordAgentWarnings(t *testing.T, cs *fake.Clientset) {
 // calls with the controller ServiceAccount's permissions.
 func TestControllerRBAC(t *testing.T) {
 	h := NewHelm(t)
-	r := render(t, h)
+	r := render(t, h, "--set-json", `lbPools=[{"name":"default","cidrs":["192.168.240.0/28"]}]`)
 	cfg, err := config.ParseController([]byte(dataKey(t, r.configMap(t), "antrea-controller.conf")))
 	require.NoError(t, err)
 	pools, err := loadbalancer.NewPools(cfg.IPPools)

@@ -57,8 +57,9 @@ func (c *Cluster) Helm(t testing.TB, args ...string) {
 }
 
 // InstallArgs are the only values the cluster overrides: the local image references, the
-// userspace datapath, and what replacing kube-proxy takes (no kube-proxy runs on the nodes):
-// proxyAll, and the apiserver's own address for the agents and the controller.
+// userspace datapath, what replacing kube-proxy takes (no kube-proxy runs on the nodes):
+// proxyAll, and the apiserver's own address for the agents and the controller, and a
+// LoadBalancer pool (the chart ships none).
 func (c *Cluster) InstallArgs() []string {
 	repo := func(name string) string { return c.Images[name][:strings.LastIndex(c.Images[name], ":")] }
 	return []string{
@@ -67,6 +68,7 @@ func (c *Cluster) InstallArgs() []string {
 		"--set", "ovs.datapathType=netdev",
 		"--set", "antreaProxy.proxyAll=true",
 		"--set", "kubeAPIServerOverride=" + c.APIServer,
+		"--set-json", `lbPools=[{"name":"default","cidrs":["192.168.240.0/28"]}]`,
 	}
 }
 

@@ -49,8 +49,8 @@ type provider struct {
 }
 
 // TestLoadBalancerProvider runs the real antrea-controller in the sandbox and checks its
-// addresses end to end: status, announcement, traffic, moves, Proxy mode, tri-state skips and
-// concurrent allocation.
+// addresses end to end: status, announcement, traffic, moves, Proxy mode, tri-state skips,
+// concurrent allocation and tenant isolation (cross-namespace sharing, reserved addresses).
 func TestLoadBalancerProvider(t *testing.T) {
 	ctx := context.Background()
 	sb := framework.StartSandbox(t, framework.SandboxOptions{Agent: framework.AgentOptions{ProxyLoadBalancerIPs: true}})
@@ -69,6 +69,7 @@ func TestLoadBalancerProvider(t *testing.T) {
 	})
 	p := &provider{sb: sb, lb: lb, ns: "lbprovider"}
 	require.NoError(t, sb.CreateNamespace(ctx, p.ns))
+	require.NoError(t, sb.CreateNamespace(ctx, tenantNamespace))
 
 	t.Run("VIPServingAndAnnounced", p.vipServing)
 	t.Run("LocalEndpointMoves", p.localMoves)
@@ -76,8 +77,11 @@ func TestLoadBalancerProvider(t *testing.T) {
 	t.Run("UnsupportedIsSkipped", p.unsupportedSkipped)
 	t.Run("ConcurrentAllocation", p.concurrent)
 	t.Run("WaitingServedOnRelease", p.waitingServedOnRelease)
+	t.Run("CrossNamespaceSharingRefused", p.crossNamespaceSharing)
+	t.Run("DeletedAddressReserved", p.deletedAddressReserved)
 	t.Run("MigrationFromAnotherProvider", p.migration)
 	t.Run("HealthAndMetrics", p.healthAndMetrics)
+	t.Run("UninstallCleanup", p.uninstallCleanup)
 }
 
 // waitingServedOnRelease exhausts the one-address pool "tiny", and measures how long the

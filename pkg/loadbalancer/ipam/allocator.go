@@ -6,9 +6,11 @@ import (
 	"slices"
 	"strings"
 	"sync"
+	"time"
 
 	v1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/utils/clock"
 )
 
 // PortKey is a Service port as far as sharing is concerned: two Services
@@ -37,6 +39,13 @@ type Request struct {
 	ShareKey string
 	// Ports are the Service's ports.
 	Ports []PortKey
+	// Labels are the Service's labels and NamespaceLabels those of its
+	// namespace (nil when unknown): pool scopes select on them.
+	Labels, NamespaceLabels map[string]string
+}
+
+func (r Request) subject() Subject {
+	return Subject{Namespace: r.Owner.Namespace, NamespaceLabels: r.NamespaceLabels, Labels: r.Labels}
 }
 
 // Assignment is an address held by a Service and its pool.
@@ -64,6 +73,16 @@ const (
 	Exhausted
 	// UnknownPool: the selected pool is not configured.
 	UnknownPool
+	// NoPools: no pool is configured at all.
+	NoPools
+	// PoolNotAllowed: the selected pool, or the pool of a requested
+	// address, is not for this Service (its namespaces, namespaceSelector
+	// or serviceSelector).
+	PoolNotAllowed
+	// SharingNotAllowed: a requested address is held by Services of
+	// another namespace that it could share it with, but its pool does
+	// not allow sharing across namespaces.
+	SharingNotAllowed
 )
 
 // Problem is one thing the allocator could not do for a request.
@@ -94,6 +113,9 @@ type Result struct {
 	Wake []types.NamespacedName
 	// Problems explain missing or substituted addresses.
 	Problems []Problem
+	// RetryAt, when set, is when the reservation of a deleted Service's
+	// address that kept this Service from an address ends.
+	RetryAt time.Time
 }
 
 type owner struct {
@@ -122,12 +144,21 @@ type Allocator struct {
 	retiring map[netip.Addr][]types.NamespacedName
 	waiters  map[types.NamespacedName]*waiter
 	nextSeq  uint64
+	keep     Reservations
+	// kept are the reservations of deleted Services' addresses.
+	kept map[netip.Addr]reservation
 }
 
-// New returns an allocator over pools (in allocation order).
-func New(pools []*Pool) *Allocator {
+// New returns an allocator over pools (in allocation order) that keeps
+// the addresses of deleted Services as keep says.
+func New(pools []*Pool, keep Reservations) *Allocator {
+	if keep.Clock == nil {
+		keep.Clock = clock.RealClock{}
+	}
 	return &Allocator{
 		pools:    pools,
+		keep:     keep,
+		kept:     make(map[netip.Addr]reservation),
 		holders:  make(map[netip.Addr][]types.NamespacedName),
 		owners:   make(map[types.NamespacedName]*owner),
 		retiring: make(map[netip.Addr][]types.NamespacedName),
@@ -190,6 +221,8 @@ type PoolUsage struct {
 	Pool *Pool
 	// Used counts the pool's addresses held by a Service or retiring.
 	Used int
+	// Reserved counts the pool's free addresses kept for deleted Services.
+	Reserved int
 }
 
 // Usage returns the use of every pool, in pool order.
@@ -214,6 +247,16 @@ func (a *Allocator) Usage() []PoolUsage {
 	for addr := range a.retiring {
 		if len(a.holders[addr]) == 0 {
 			count(addr)
+		}
+	}
+	for addr := range a.kept {
+		if _, ok := a.keptLocked(addr); !ok || len(a.holders[addr]) > 0 || len(a.retiring[addr]) > 0 {
+			continue
+		}
+		for i, p := range a.pools {
+			if p.Contains(addr) {
+				out[i].Reserved++
+			}
 		}
 	}
 	return out
@@ -246,14 +289,14 @@ func (a *Allocator) Ensure(req Request) Result {
 	var res Result
 
 	var selected *Pool
+	if p := a.selectPool(req); p != nil {
+		res.Retiring = a.retireLocked(req.Owner)
+		res.Wake = a.stopWaitingLocked(req.Owner)
+		res.Problems = append(res.Problems, *p)
+		return res
+	}
 	if req.Pool != "" {
-		if selected = a.pool(req.Pool); selected == nil {
-			res.Retiring = a.retireLocked(req.Owner)
-			res.Wake = a.stopWaitingLocked(req.Owner)
-			res.Problems = append(res.Problems, Problem{Kind: UnknownPool,
-				Message: fmt.Sprintf("pool %q (annotation) is not configured", req.Pool)})
-			return res
-		}
+		selected = a.pool(req.Pool)
 	}
 	wanted := a.resolveWanted(req, selected, &res)
 
@@ -281,6 +324,26 @@ func (a *Allocator) Ensure(req Request) Result {
 	return res
 }
 
+// selectPool returns the problem that keeps the Service from any address
+// before allocation starts: no pool configured, or the pool it names
+// unknown or not for it.
+func (a *Allocator) selectPool(req Request) *Problem {
+	if len(a.pools) == 0 {
+		return &Problem{Kind: NoPools, Message: "no address pool is configured (antrea-controller ipPools is empty)"}
+	}
+	if req.Pool == "" {
+		return nil
+	}
+	p := a.pool(req.Pool)
+	if p == nil {
+		return &Problem{Kind: UnknownPool, Message: fmt.Sprintf("pool %q (annotation) is not configured", req.Pool)}
+	}
+	if why := p.refusal(req.subject()); why != "" {
+		return &Problem{Kind: PoolNotAllowed, Message: why}
+	}
+	return nil
+}
+
 // resolveWanted maps each usable requested address to its family and
 // records problems for the others.
 func (a *Allocator) resolveWanted(req Request, selected *Pool, res *Result) map[v1.IPFamily]netip.Addr {
@@ -299,6 +362,9 @@ func (a *Allocator) resolveWanted(req Request, selected *Pool, res *Result) map[
 			bad("is not in pool %q", selected.Name)
 		case a.PoolOf(w) == nil:
 			bad("is not in any pool")
+		case a.PoolOf(w).refusal(req.subject()) != "":
+			res.Problems = append(res.Problems, Problem{Kind: PoolNotAllowed, Family: fam, Addr: w,
+				Message: fmt.Sprintf("requested address %s: %s", w, a.PoolOf(w).refusal(req.subject()))})
 		case wanted[fam].IsValid():
 			bad("is a second %s address; only %s is used", fam, wanted[fam])
 		default:
@@ -310,13 +376,12 @@ func (a *Allocator) resolveWanted(req Request, selected *Pool, res *Result) map[
 
 // ensureFamily keeps, or allocates, the Service's address of family fam.
 func (a *Allocator) ensureFamily(req Request, o *owner, fam v1.IPFamily, selected *Pool, want netip.Addr, res *Result) (netip.Addr, bool) {
-	candidates := a.candidatePools(fam, selected)
+	candidates := a.candidatePools(req, fam, selected)
+	if want.IsValid() {
+		candidates = []*Pool{a.PoolOf(want)}
+	}
 	if len(candidates) == 0 {
-		msg := fmt.Sprintf("no pool has %s addresses", fam)
-		if selected != nil {
-			msg = fmt.Sprintf("pool %q has no %s addresses", selected.Name, fam)
-		}
-		res.Problems = append(res.Problems, Problem{Kind: NoPoolForFamily, Family: fam, Message: msg})
+		res.Problems = append(res.Problems, Problem{Kind: NoPoolForFamily, Family: fam, Message: a.noPoolMessage(req, fam, selected)})
 		return netip.Addr{}, false
 	}
 	for _, cur := range o.addrs {
@@ -334,8 +399,19 @@ func (a *Allocator) ensureFamily(req Request, o *owner, fam v1.IPFamily, selecte
 		}
 	}
 	if want.IsValid() {
-		if !a.canHold(want, req.Owner, o) {
+		if r, ok := a.keptFromOthers(want, req.Owner); ok {
+			res.RetryAt = earlier(res.RetryAt, r.until)
 			res.Problems = append(res.Problems, Problem{Kind: WantedInUse, Family: fam, Addr: want,
+				Message: fmt.Sprintf("requested address %s is reserved for %s, deleted, until %s in case it is re-created",
+					want, r.owner, r.until.UTC().Format(time.RFC3339))})
+			return netip.Addr{}, false
+		}
+		if !a.canHold(want, req.Owner, o) {
+			kind := WantedInUse
+			if a.crossNamespaceOnly(want, req.Owner, o) {
+				kind = SharingNotAllowed
+			}
+			res.Problems = append(res.Problems, Problem{Kind: kind, Family: fam, Addr: want,
 				Message: fmt.Sprintf("requested address %s is in use by %s", want, a.describeHolders(want, req.Owner, o))})
 			return netip.Addr{}, false
 		}
@@ -346,6 +422,9 @@ func (a *Allocator) ensureFamily(req Request, o *owner, fam v1.IPFamily, selecte
 		}
 		return a.take(want, req.Owner, res), true
 	}
+	if addr, ok := a.keptFor(req.Owner, fam, candidates); ok {
+		return a.take(addr, req.Owner, res), true
+	}
 	if o.shareKey != "" {
 		if addr, ok := a.findShareable(fam, candidates, req.Owner, o); ok {
 			return a.take(addr, req.Owner, res), true
@@ -353,6 +432,9 @@ func (a *Allocator) ensureFamily(req Request, o *owner, fam v1.IPFamily, selecte
 	}
 	busy := func(x netip.Addr) bool {
 		if len(a.holders[x]) > 0 || len(a.retiring[x]) > 0 {
+			return true
+		}
+		if _, kept := a.keptFromOthers(x, req.Owner); kept {
 			return true
 		}
 		_, reserved := a.reservedFor(x, req.Owner)
@@ -367,12 +449,19 @@ func (a *Allocator) ensureFamily(req Request, o *owner, fam v1.IPFamily, selecte
 	for i, p := range candidates {
 		names[i] = fmt.Sprintf("%q", p.Name)
 	}
-	res.Problems = append(res.Problems, Problem{Kind: Exhausted, Family: fam,
-		Message: fmt.Sprintf("no free %s address in pool %s", fam, strings.Join(names, ", "))})
+	msg := fmt.Sprintf("no free %s address in pool %s", fam, strings.Join(names, ", "))
+	if end := a.earliestEnd(req.Owner, fam, candidates); !end.IsZero() {
+		res.RetryAt = earlier(res.RetryAt, end)
+		msg += fmt.Sprintf(" (some are reserved for deleted Services until %s)", end.UTC().Format(time.RFC3339))
+	}
+	res.Problems = append(res.Problems, Problem{Kind: Exhausted, Family: fam, Message: msg})
 	return netip.Addr{}, false
 }
 
-func (a *Allocator) candidatePools(fam v1.IPFamily, selected *Pool) []*Pool {
+// candidatePools returns the pools that may give the Service an address
+// of family fam: the selected pool, else every pool for automatic
+// allocation (autoAssign) whose scope admits the Service.
+func (a *Allocator) candidatePools(req Request, fam v1.IPFamily, selected *Pool) []*Pool {
 	if selected != nil {
 		if selected.HasFamily(fam) {
 			return []*Pool{selected}
@@ -381,93 +470,38 @@ func (a *Allocator) candidatePools(fam v1.IPFamily, selected *Pool) []*Pool {
 	}
 	var out []*Pool
 	for _, p := range a.pools {
-		if p.HasFamily(fam) {
+		if p.HasFamily(fam) && !p.Scope.Manual && p.refusal(req.subject()) == "" {
 			out = append(out, p)
 		}
 	}
 	return out
 }
 
-// findShareable returns the lowest address of family fam in candidates
-// that is held by other Services and can be shared with svc.
-func (a *Allocator) findShareable(fam v1.IPFamily, candidates []*Pool, svc types.NamespacedName, o *owner) (netip.Addr, bool) {
-	var best netip.Addr
-	for addr, hs := range a.holders {
-		if FamilyOf(addr) != fam || slices.Contains(hs, svc) || !a.canHold(addr, svc, o) {
-			continue
-		}
-		if !slices.ContainsFunc(candidates, func(p *Pool) bool { return p.Contains(addr) }) {
-			continue
-		}
-		if !best.IsValid() || addr.Less(best) {
-			best = addr
-		}
+// noPoolMessage explains why no pool may give the Service an address of
+// family fam.
+func (a *Allocator) noPoolMessage(req Request, fam v1.IPFamily, selected *Pool) string {
+	if selected != nil {
+		return fmt.Sprintf("pool %q has no %s addresses", selected.Name, fam)
 	}
-	return best, best.IsValid()
-}
-
-// canHold reports whether svc (described by o) may hold addr next to its
-// current holders.
-func (a *Allocator) canHold(addr netip.Addr, svc types.NamespacedName, o *owner) bool {
-	if !slices.Contains(a.holders[addr], svc) && slices.ContainsFunc(a.retiring[addr], func(r types.NamespacedName) bool { return r != svc }) {
-		return false // still published by a Service that dropped it
-	}
-	for _, h := range a.holders[addr] {
-		if h == svc {
-			continue
-		}
-		other := a.owners[h]
-		if o.shareKey == "" || other.shareKey != o.shareKey || portsClash(o.ports, other.ports) {
-			return false
-		}
-	}
-	return true
-}
-
-func (a *Allocator) describeHolders(addr netip.Addr, svc types.NamespacedName, o *owner) string {
-	var parts []string
-	for _, r := range a.retiring[addr] {
-		if r != svc {
-			parts = append(parts, r.String()+", which still publishes it until its status is updated")
-		}
-	}
-	for _, h := range a.holders[addr] {
-		if h == svc {
-			continue
-		}
-		other := a.owners[h]
-		if o.shareKey != "" && other.shareKey == o.shareKey && !portsClash(o.ports, other.ports) {
-			continue // not the one in the way
-		}
-		why := "which does not allow sharing"
+	var why []string
+	for _, p := range a.pools {
 		switch {
-		case o.shareKey == "":
-			why = "and this Service does not allow sharing"
-		case other.shareKey == "":
-		case other.shareKey != o.shareKey:
-			why = fmt.Sprintf("with a different sharing key (%q)", other.shareKey)
+		case !p.HasFamily(fam):
+		case p.Scope.Manual:
+			why = append(why, fmt.Sprintf("pool %q has autoAssign false (name it or request one of its addresses)", p.Name))
 		default:
-			why = "with clashing ports " + clashing(o.ports, other.ports)
-		}
-		parts = append(parts, h.String()+" "+why)
-	}
-	return strings.Join(parts, ", ")
-}
-
-func portsClash(a, b []PortKey) bool { return clashing(a, b) != "" }
-
-func clashing(a, b []PortKey) string {
-	var out []string
-	for _, p := range a {
-		if slices.Contains(b, p) {
-			out = append(out, p.String())
+			why = append(why, p.refusal(req.subject()))
 		}
 	}
-	return strings.Join(out, ",")
+	if len(why) == 0 {
+		return fmt.Sprintf("no pool has %s addresses", fam)
+	}
+	return fmt.Sprintf("no pool with %s addresses is for this Service: %s", fam, strings.Join(why, "; "))
 }
 
 func (a *Allocator) take(addr netip.Addr, svc types.NamespacedName, res *Result) netip.Addr {
 	a.dropRetiring(addr, svc)
+	delete(a.kept, addr)
 	if !slices.Contains(a.holders[addr], svc) {
 		a.holders[addr] = insertSorted(a.holders[addr], svc)
 		res.Added = append(res.Added, Assignment{Addr: addr, Pool: a.PoolOf(addr)})
@@ -501,9 +535,18 @@ func (a *Allocator) dropRetiring(addr netip.Addr, svc types.NamespacedName) {
 func (a *Allocator) Release(svc types.NamespacedName) ([]netip.Addr, []types.NamespacedName) {
 	a.mu.Lock()
 	defer a.mu.Unlock()
+	return a.releaseLocked(svc, false)
+}
+
+// releaseLocked is Release, keeping the dropped addresses for svc when it
+// was deleted (keep).
+func (a *Allocator) releaseLocked(svc types.NamespacedName, keep bool) ([]netip.Addr, []types.NamespacedName) {
 	a.retireLocked(svc)
 	wake := a.stopWaitingLocked(svc)
 	dropped, freed := a.unpublishedLocked(svc)
+	if keep {
+		a.keepLocked(svc, dropped)
+	}
 	if freed {
 		wake = a.waitersLocked(0)
 	}

@@ -28,7 +28,7 @@ func testAllocator(t *testing.T) *Allocator {
 	return New([]*Pool{
 		newPool(t, PoolSpec{Name: "a", Mode: v1.LoadBalancerIPModeVIP, Ranges: []Range{rng("10.0.0.1", "10.0.0.3"), rng("fd00::1", "fd00::2")}}),
 		newPool(t, PoolSpec{Name: "p", Mode: v1.LoadBalancerIPModeProxy, Ranges: []Range{rng("192.0.2.1", "192.0.2.2")}}),
-	})
+	}, Reservations{})
 }
 
 func rng(first, last string) Range { return Range{First: ip(first), Last: ip(last)} }
@@ -235,7 +235,7 @@ func TestRestore(t *testing.T) {
 }
 
 func TestConcurrentEnsureNeverDuplicates(t *testing.T) {
-	a := New([]*Pool{newPool(t, PoolSpec{Name: "big", Mode: v1.LoadBalancerIPModeVIP, Ranges: []Range{rng("10.1.0.1", "10.1.3.254")}})})
+	a := New([]*Pool{newPool(t, PoolSpec{Name: "big", Mode: v1.LoadBalancerIPModeVIP, Ranges: []Range{rng("10.1.0.1", "10.1.3.254")}})}, Reservations{})
 	const n = 1000
 	got := make([]netip.Addr, n)
 	var wg sync.WaitGroup

@@ -37,6 +37,8 @@ type PoolSpec struct {
 	// NodeSelector selects the nodes that may announce the pool's addresses (VIP pools);
 	// nil means every node.
 	NodeSelector labels.Selector
+	// Scope restricts the Services that may use the pool.
+	Scope Scope
 }
 
 // Pool is a configured pool of addresses.
@@ -48,7 +50,9 @@ type Pool struct {
 	// NodeSelector selects the nodes that may announce the pool's
 	// addresses (VIP pools); labels.Everything() when not configured.
 	NodeSelector labels.Selector
-	ranges       []Range
+	// Scope restricts the Services that may use the pool.
+	Scope  Scope
+	ranges []Range
 }
 
 // NewPool builds one pool from its spec.
@@ -65,7 +69,7 @@ func NewPool(s PoolSpec) (*Pool, error) {
 	if sel == nil {
 		sel = labels.Everything()
 	}
-	return &Pool{Name: s.Name, Mode: s.Mode, NodeSelector: sel, ranges: s.Ranges}, nil
+	return &Pool{Name: s.Name, Mode: s.Mode, NodeSelector: sel, Scope: s.Scope, ranges: s.Ranges}, nil
 }
 
 // Contains reports whether a belongs to the pool.

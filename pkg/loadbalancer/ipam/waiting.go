@@ -45,7 +45,7 @@ func (a *Allocator) updateWaitingLocked(req Request, selected *Pool, problems []
 		case WantedInUse:
 			needs = append(needs, need{fam: p.Family, want: p.Addr})
 		case Exhausted:
-			needs = append(needs, need{fam: p.Family, pools: a.candidatePools(p.Family, selected)})
+			needs = append(needs, need{fam: p.Family, pools: a.candidatePools(req, p.Family, selected)})
 		}
 	}
 	if len(needs) == 0 {
@@ -74,6 +74,9 @@ func (a *Allocator) stopWaitingLocked(svc types.NamespacedName) []types.Namespac
 // reservedFor reports the Service, waiting longer than svc, that could
 // take the free address addr.
 func (a *Allocator) reservedFor(addr netip.Addr, svc types.NamespacedName) (types.NamespacedName, bool) {
+	if _, kept := a.keptLocked(addr); kept {
+		return types.NamespacedName{}, false // a deleted Service's reservation comes first
+	}
 	mine := ^uint64(0)
 	if w := a.waiters[svc]; w != nil {
 		mine = w.seq
@@ -150,7 +153,7 @@ func (a *Allocator) Wait(req Request) {
 		}
 		if w := wanted[fam]; w.IsValid() {
 			needs = append(needs, need{fam: fam, want: w})
-		} else if pools := a.candidatePools(fam, selected); len(pools) > 0 {
+		} else if pools := a.candidatePools(req, fam, selected); len(pools) > 0 && a.selectPool(req) == nil {
 			needs = append(needs, need{fam: fam, pools: pools})
 		}
 	}

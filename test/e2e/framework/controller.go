@@ -112,8 +112,8 @@ func buildController(path string) error {
 	return nil
 }
 
-// grantControllerRBAC creates ControllerClusterRole (what antrea-controller needs: read Nodes
-// and EndpointSlices, update Services and their status, record Events, use Leases) and binds it
+// grantControllerRBAC creates ControllerClusterRole (what antrea-controller needs: read Nodes,
+// Namespaces and EndpointSlices, update Services and their status, record Events, use Leases) and binds it
 // to ControllerUser.
 func grantControllerRBAC(ctx context.Context, cs kubernetes.Interface) error {
 	read := []string{"get", "list", "watch"}
@@ -122,7 +122,7 @@ func grantControllerRBAC(ctx context.Context, cs kubernetes.Interface) error {
 		Rules: []rbacv1.PolicyRule{
 			{APIGroups: []string{""}, Resources: []string{"services"}, Verbs: append(read, "update", "patch")},
 			{APIGroups: []string{""}, Resources: []string{"services/status"}, Verbs: []string{"update", "patch"}},
-			{APIGroups: []string{""}, Resources: []string{"nodes"}, Verbs: read},
+			{APIGroups: []string{""}, Resources: []string{"nodes", "namespaces"}, Verbs: read},
 			{APIGroups: []string{"discovery.k8s.io"}, Resources: []string{"endpointslices"}, Verbs: read},
 			{APIGroups: []string{"", "events.k8s.io"}, Resources: []string{"events"}, Verbs: []string{"create", "patch", "update"}},
 			{APIGroups: []string{"coordination.k8s.io"}, Resources: []string{"leases"}, Verbs: append(read, "create", "update")},

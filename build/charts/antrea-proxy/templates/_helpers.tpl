@@ -76,11 +76,14 @@ leaderElection:
   leaseDuration: {{ $le.leaseDuration | quote }}
   renewDeadline: {{ $le.renewDeadline | quote }}
   retryPeriod: {{ $le.retryPeriod | quote }}
-{{- if not .Values.lbPools }}
-{{- fail "lbPools: antrea-controller needs at least one LoadBalancer address pool" }}
-{{- end }}
+releaseGracePeriod: {{ .Values.controller.releaseGracePeriod | quote }}
+{{- if .Values.lbPools }}
 ipPools:
 {{ toYaml .Values.lbPools }}
+{{- else }}
+# No pool: every LoadBalancer Service reports that no address pool is configured.
+ipPools: []
+{{- end }}
 {{- end -}}
 
 {{/*

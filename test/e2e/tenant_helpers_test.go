@@ -121,6 +121,9 @@ func checkEachNode(sb *framework.Sandbox, namespace, name string, timeout time.D
 			for _, n := range sb.Nodes {
 				m, err := n.API.ServiceMap(ctx, namespace, name)
 				if err != nil {
+					if ctx.Err() != nil {
+						return false, "", nil // keep what was seen before the deadline
+					}
 					return false, n.Name + ": " + err.Error(), nil
 				}
 				var rows []apiv1.ServicePort

@@ -94,16 +94,20 @@ func TestTenantExternalIPOtherPorts(t *testing.T) {
 			}
 			require.NoError(t, sb.WaitProgrammed(ctx, ns, c.svc.Name, "with its endpoint", framework.HasEndpoints(1)))
 			for _, cl := range clients {
-				waitOutcome(t, cl.ns, claimed, answeredOutcome("claimer-1"), "the Service's own tuple is answered by its backend from the "+cl.what, time.Minute)
-				requireAnsweredBy(t, cl.ns, other, 6, map[string]bool{peerName: true},
-					"a port the Service does not define ("+other+") still reaches the peer from the "+cl.what)
+				t.Run("Claimed/"+cl.what, func(t *testing.T) {
+					waitOutcome(t, cl.ns, claimed, answeredOutcome("claimer-1"), "the Service's own tuple is answered by its backend from the "+cl.what, time.Minute)
+					requireAnsweredBy(t, cl.ns, other, 6, map[string]bool{peerName: true},
+						"a port the Service does not define ("+other+") still reaches the peer from the "+cl.what)
+				})
 			}
 			require.NoError(t, sb.CP.Client.CoreV1().Services(ns).Delete(ctx, c.svc.Name, metav1.DeleteOptions{}))
 			deleted := time.Now()
 			for _, cl := range clients {
-				waitOutcome(t, cl.ns, claimed, answeredOutcome(peerName), "after the Service is deleted, the "+cl.what+" reaches the peer's "+claimed+" again", time.Minute)
-				t.Logf("%s: the %s reached the peer on %s again %v after the Service was deleted", c.name, cl.what, claimed, time.Since(deleted).Round(time.Millisecond))
-				requireAnsweredBy(t, cl.ns, other, 3, map[string]bool{peerName: true}, "the peer's other port after the Service is deleted, from the "+cl.what)
+				t.Run("Deleted/"+cl.what, func(t *testing.T) {
+					waitOutcome(t, cl.ns, claimed, answeredOutcome(peerName), "after the Service is deleted, the "+cl.what+" reaches the peer's "+claimed+" again", time.Minute)
+					t.Logf("%s: the %s reached the peer on %s again %v after the Service was deleted", c.name, cl.what, claimed, time.Since(deleted).Round(time.Millisecond))
+					requireAnsweredBy(t, cl.ns, other, 3, map[string]bool{peerName: true}, "the peer's other port after the Service is deleted, from the "+cl.what)
+				})
 			}
 		})
 	}

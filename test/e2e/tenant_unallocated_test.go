@@ -63,7 +63,7 @@ func TestTenantUnallocatedClusterIP(t *testing.T) {
 			for i := 0; i < 3; i++ {
 				got = append(got, outcome(c.ns, addr))
 			}
-			require.Equal(t, before, trap.Accepted(), "new TCP connections from the %s to %s, an unallocated address of the ServiceCIDR, must not leave the node, but the router accepted them; outcomes %v", c.what, addr, got)
+			require.Equal(t, before, trap.Accepted(), "new TCP connections from the %s to %s, an unallocated address of the ServiceCIDR, must not leave the node, but the router accepted them; outcomes %q", c.what, addr, got)
 			require.Equal(t, []string{"dropped", "dropped", "dropped"}, got, "new TCP connections from the %s to %s, an unallocated address of the ServiceCIDR, must get no answer", c.what, addr)
 		})
 	}

@@ -101,16 +101,17 @@ func requireAnsweredBy(t *testing.T, ns *framework.NetNS, addr string, n int, se
 		promise, bad, n, ns.Name, addr, serverList(servers), got)
 }
 
-// waitOutcome polls connections from ns to addr until one has outcome want; it returns how long
-// that took and fails naming promise and the last outcome.
-func waitOutcome(t *testing.T, ns *framework.NetNS, addr, want, promise string, timeout time.Duration) time.Duration {
+// waitOutcome polls connections from ns to addr until one has outcome want; it returns how
+// many connections that took and fails naming promise and the last outcome.
+func waitOutcome(t *testing.T, ns *framework.NetNS, addr, want, promise string, timeout time.Duration) int {
 	t.Helper()
-	start := time.Now()
+	tries := 0
 	framework.WaitFor(t, timeout, fmt.Sprintf("%s (%s from netns %s: %s)", promise, addr, ns.Name, want), func(context.Context) (bool, string, error) {
+		tries++
 		got := outcome(ns, addr)
 		return got == want, "last outcome: " + got, nil
 	})
-	return time.Since(start)
+	return tries
 }
 
 // checkEachNode polls every node's servicemap rows of the Service until cond holds on all of

@@ -104,8 +104,9 @@ func TestTenantExternalIPOtherPorts(t *testing.T) {
 			deleted := time.Now()
 			for _, cl := range clients {
 				t.Run("Deleted/"+cl.what, func(t *testing.T) {
-					waitOutcome(t, cl.ns, claimed, answeredOutcome(peerName), "after the Service is deleted, the "+cl.what+" reaches the peer's "+claimed+" again", time.Minute)
-					t.Logf("%s: the %s reached the peer on %s again %v after the Service was deleted", c.name, cl.what, claimed, time.Since(deleted).Round(time.Millisecond))
+					tries := waitOutcome(t, cl.ns, claimed, answeredOutcome(peerName), "after the Service is deleted, the "+cl.what+" reaches the peer's "+claimed+" again", time.Minute)
+					t.Logf("%s: the %s reached the peer on %s again %v after the Service was deleted (connection %d)",
+						c.name, cl.what, claimed, time.Since(deleted).Round(time.Millisecond), tries)
 					requireAnsweredBy(t, cl.ns, other, 3, map[string]bool{peerName: true}, "the peer's other port after the Service is deleted, from the "+cl.what)
 				})
 			}

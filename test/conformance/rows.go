@@ -43,6 +43,9 @@ func (r Row) Key() string {
 // not capture is routed there and answered as "outside".
 const OtherPort = 8999
 
+// otherPortName is the port name of the rows of OtherPort.
+const otherPortName = "other"
+
 // UnallocatedClusterIP is an address of the sandbox's ServiceCIDR (10.96.0.0/16) outside the
 // generator's ClusterIPs, which no Service holds: the clusterIP-unallocated rows probe it on
 // OtherPort. The router owns it too, so a probe that leaves the node is answered.
@@ -97,7 +100,7 @@ func Rows(shapes []Shape) []Row {
 func otherPortRows(s *Shape, target string, clients []string) []Row {
 	var rows []Row
 	for _, proto := range []string{"TCP", "UDP"} {
-		p := Port{Name: "other", Protocol: proto, Port: OtherPort}
+		p := Port{Name: otherPortName, Protocol: proto, Port: OtherPort}
 		for _, c := range clients {
 			rows = append(rows, Row{Shape: s, Port: p, Target: target, TargetNode: -1, Client: c})
 		}

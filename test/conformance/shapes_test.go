@@ -139,7 +139,7 @@ func TestRows(t *testing.T) {
 	if !maps.Equal(targets, want) {
 		t.Errorf("rows by target %v, want %v", targets, want)
 	}
-	if a := (Row{Shape: &s, Port: Port{Name: "other", Protocol: "UDP", Port: OtherPort}, Target: "lb-other", TargetNode: -1, Client: "pod@node1"}).Attrs(); a["addr"] != "lb-VIP-other" {
+	if a := (Row{Shape: &s, Port: Port{Name: otherPortName, Protocol: "UDP", Port: OtherPort}, Target: "lb-other", TargetNode: -1, Client: "pod@node1"}).Attrs(); a["addr"] != "lb-VIP-other" {
 		t.Errorf("attrs %v", a)
 	}
 	a := Row{Shape: &s, Port: s.Ports[0], Target: "nodePort@node2", TargetNode: 1, Client: "host@node1"}.Attrs()

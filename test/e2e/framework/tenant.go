@@ -145,29 +145,36 @@ func (s *Sandbox) ServiceHolding(ctx context.Context, ip netip.Addr) (string, er
 	return "", nil
 }
 
-// ServeOutsideOn makes the router own ips (on its loopback) and runs one echo server answering
-// as OutsideName on port (TCP and UDP) on every address of the router: a connection to one of
-// ips on port that a node did not capture is routed to the router (the nodes' default gateway)
-// and answered there, so a probe sees that it left the node. The server stops with the
-// sandbox.
+// ServeOutsideOn makes the router own ips (on its loopback) and answer on each of them on port
+// (TCP and UDP) as OutsideName, one echo server per address (so that UDP answers come from
+// the address asked): a connection to one of ips on port that a node did not capture is routed
+// to the router (the nodes' default gateway) and answered there, so a probe sees that it left
+// the node. The servers stop with the sandbox.
 func (s *Sandbox) ServeOutsideOn(port int, ips ...netip.Addr) error {
-	for _, ip := range ips {
+	procs := make([]*process, len(ips))
+	for i, ip := range ips {
 		if err := s.Net.AddRouterAddress(ip); err != nil {
 			return err
 		}
-	}
-	name := fmt.Sprintf("outside-any-%d", port)
-	p, err := s.startInNS(name, s.Net.Router, filepath.Join(s.Bins.Dir, "echoserver"),
-		"-name", OutsideName, "-listen", "0.0.0.0", "-port", strconv.Itoa(port), "-http-port", "0")
-	if err != nil {
-		return err
-	}
-	addr := net.JoinHostPort(RouterIP.String(), strconv.Itoa(port))
-	return waitReady(p, 30*time.Second, "the outside echo server to answer on "+addr, func(ctx context.Context) (bool, string) {
-		r, err := s.Net.Router.Echo(ctx, "tcp", addr, 2*time.Second)
+		p, err := s.startInNS(fmt.Sprintf("outside-%s-%d", ip, port), s.Net.Router, filepath.Join(s.Bins.Dir, "echoserver"),
+			"-name", OutsideName, "-listen", ip.String(), "-port", strconv.Itoa(port), "-http-port", "0")
 		if err != nil {
-			return false, err.Error()
+			return err
 		}
-		return r.Server == OutsideName, "answered by " + r.Server
-	})
+		procs[i] = p
+	}
+	for i, ip := range ips {
+		addr := net.JoinHostPort(ip.String(), strconv.Itoa(port))
+		err := waitReady(procs[i], 30*time.Second, "the outside echo server to answer on "+addr, func(ctx context.Context) (bool, string) {
+			r, err := s.Net.Router.Echo(ctx, "udp", addr, 2*time.Second)
+			if err != nil {
+				return false, err.Error()
+			}
+			return r.Server == OutsideName, "answered by " + r.Server
+		})
+		if err != nil {
+			return err
+		}
+	}
+	return nil
 }

@@ -77,7 +77,8 @@ var attackerFirstIPs = netip.MustParsePrefix("10.96.201.0/24")
 // externalIPs, in any variant (plain, eTP=Local, ClientIP affinity, a LoadBalancer with
 // source ranges) and whichever Service is older: 12 connections from a pod on each node to the
 // victim's ClusterIP:port are all answered by the victim's backends, and the attacker's
-// servicemap rows show the FlowConflict problem.
+// servicemap rows show the refused claim: FlowConflict (the tuple is another Service's) or
+// AddressRefused (an agent that knows the ServiceCIDRs refuses an externalIP inside one).
 func TestTenantClaimOwnership(t *testing.T) {
 	sb := framework.StartSandbox(t, framework.SandboxOptions{Agent: framework.AgentOptions{ProxyLoadBalancerIPs: true}})
 	ctx := context.Background()
@@ -117,7 +118,9 @@ func TestTenantClaimOwnership(t *testing.T) {
 			for _, who := range []string{"pod on " + n2.Name, "pod on " + n1.Name} {
 				requireAnsweredBy(t, clients[who], addr, 12, victims, promise+", from the "+who)
 			}
-			require.NoError(t, checkEachNode(sb, attackerNS, p.attacker.Name, 10*time.Second, framework.HasProblem(reasonFlowConflict)),
+			// FlowConflict: the tuple is the victim's; AddressRefused: an externalIP inside the
+			// ServiceCIDR is refused whoever holds it (also before the victim exists).
+			require.NoError(t, checkEachNode(sb, attackerNS, p.attacker.Name, 10*time.Second, framework.HasProblem(reasonFlowConflict, reasonAddressRefused)),
 				"the attacker's refused claim must show in its servicemap rows")
 			require.NoError(t, checkEachNode(sb, victimNS, p.victim.Name, 10*time.Second, framework.NoProblem()),
 				"the victim is programmed as it asks")

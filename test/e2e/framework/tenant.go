@@ -7,6 +7,7 @@ import (
 	"net"
 	"net/netip"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"strings"
 	"sync"
@@ -100,15 +101,16 @@ func (e *EchoListener) Close() error {
 	return err
 }
 
-// HasProblem is a WaitProgrammed condition: every row shows a Problem with reason.
-func HasProblem(reason string) func(rows []apiv1.ServicePort) (bool, string) {
+// HasProblem is a WaitProgrammed condition: every row shows a Problem with one of reasons.
+func HasProblem(reasons ...string) func(rows []apiv1.ServicePort) (bool, string) {
+	want := strings.Join(reasons, " or ")
 	return func(rows []apiv1.ServicePort) (bool, string) {
 		for _, r := range rows {
 			if r.Problem == nil {
-				return false, fmt.Sprintf("port %s/%s (%s) shows no problem, want %s", r.PortName, r.Protocol, r.IPFamily, reason)
+				return false, fmt.Sprintf("port %s/%s (%s) shows no problem, want %s", r.PortName, r.Protocol, r.IPFamily, want)
 			}
-			if r.Problem.Reason != reason {
-				return false, fmt.Sprintf("port %s/%s (%s) shows problem %s (%s), want %s", r.PortName, r.Protocol, r.IPFamily, r.Problem.Reason, r.Problem.Message, reason)
+			if !slices.Contains(reasons, r.Problem.Reason) {
+				return false, fmt.Sprintf("port %s/%s (%s) shows problem %s (%s), want %s", r.PortName, r.Protocol, r.IPFamily, r.Problem.Reason, r.Problem.Message, want)
 			}
 		}
 		return true, ""

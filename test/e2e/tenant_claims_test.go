@@ -44,19 +44,49 @@ func claimVariants() []claimVariant {
 	}
 }
 
-// claimPair is one attack: the victim's ClusterIP Service and the attacker's Service in another
-// namespace with externalIPs [the victim's ClusterIP] on the same port.
+// claimPair is one attack: the victim's Service and the attacker's Service in another namespace
+// claiming the victim's tuple through its externalIPs, on the same port.
 type claimPair struct {
-	variant          claimVariant
-	attackerFirst    bool
+	variant claimVariant
+	order   claimOrder
+	// victim, attacker as the API server returned them.
 	victim, attacker *corev1.Service
 }
 
+// claimOrder says which tuple of the victim is claimed and which Service is older.
+type claimOrder int
+
+const (
+	// victimFirst: the attacker claims the victim's ClusterIP tuple in a later second.
+	victimFirst claimOrder = iota
+	// attackerFirst: the attacker claims an address no Service holds; the victim gets it as
+	// its ClusterIP in a later second.
+	attackerFirst
+	// externalFirst: the attacker claims the victim's externalIP tuple (outside the
+	// ServiceCIDR) in a later second: the older external claim owns it.
+	externalFirst
+)
+
 func (p claimPair) name() string {
-	if p.attackerFirst {
-		return p.variant.name + "/AttackerFirst"
+	return p.variant.name + "/" + [...]string{"VictimFirst", "AttackerFirst", "ExternalIPVictimFirst"}[p.order]
+}
+
+// target is the victim's claimed tuple's address.
+func (p claimPair) target() string {
+	if p.order == externalFirst {
+		return p.victim.Spec.ExternalIPs[0]
 	}
-	return p.variant.name + "/VictimFirst"
+	return p.victim.Spec.ClusterIP
+}
+
+// refusals are the problems the attacker's refused claim may show: FlowConflict (the tuple is
+// another Service's) or, for a ClusterIP, AddressRefused (an agent that knows the ServiceCIDRs
+// refuses an externalIP inside one, whoever holds it, also before the victim exists).
+func (p claimPair) refusals() []string {
+	if p.order == externalFirst {
+		return []string{reasonFlowConflict}
+	}
+	return []string{reasonFlowConflict, reasonAddressRefused}
 }
 
 // Namespaces of TestTenantClaimOwnership. "claim-attacker" sorts before "claim-victim": an
@@ -69,16 +99,20 @@ const (
 )
 
 // attackerFirstIPs are the ClusterIPs of the victims created after their attackers: the
-// attackers claim them before any Service holds them.
-var attackerFirstIPs = netip.MustParsePrefix("10.96.201.0/24")
+// attackers claim them before any Service holds them. victimExternalIPs are the externalIPs of
+// the victims of externalFirst pairs (in the VIP range, which the sandbox routes to node1).
+var (
+	attackerFirstIPs  = netip.MustParsePrefix("10.96.201.0/24")
+	victimExternalIPs = netip.MustParsePrefix("172.18.0.200/29")
+)
 
 // TestTenantClaimOwnership: a Service in one namespace cannot take the ClusterIP tuple
 // (address, protocol, port) of a Service in another one by listing that ClusterIP in its
 // externalIPs, in any variant (plain, eTP=Local, ClientIP affinity, a LoadBalancer with
-// source ranges) and whichever Service is older: 12 connections from a pod on each node to the
-// victim's ClusterIP:port are all answered by the victim's backends, and the attacker's
-// servicemap rows show the refused claim: FlowConflict (the tuple is another Service's) or
-// AddressRefused (an agent that knows the ServiceCIDRs refuses an externalIP inside one).
+// source ranges) and whichever Service is older; nor, being newer, the victim's externalIP
+// tuple. 12 connections from a pod on each node to the victim's tuple are all answered by the
+// victim's backends, and the attacker's servicemap rows show the refused claim (claimPair's
+// refusals).
 func TestTenantClaimOwnership(t *testing.T) {
 	sb := framework.StartSandbox(t, framework.SandboxOptions{Agent: framework.AgentOptions{ProxyLoadBalancerIPs: true}})
 	ctx := context.Background()
@@ -111,37 +145,37 @@ func TestTenantClaimOwnership(t *testing.T) {
 		t.Run(p.name(), func(t *testing.T) {
 			require.NoError(t, sb.WaitProgrammed(ctx, victimNS, p.victim.Name, "with both endpoints", framework.HasEndpoints(2)))
 			require.NoError(t, checkEachNode(sb, attackerNS, p.attacker.Name, time.Minute, anyRows), "the attacker's Service is never synced")
-			addr := hostPort(p.victim.Spec.ClusterIP, claimPort)
+			addr := hostPort(p.target(), claimPort)
 			victims := map[string]bool{"victim-1": true, "victim-2": true}
-			promise := fmt.Sprintf("the ClusterIP tuple %s/TCP of %s/%s belongs to it, not to %s/%s (externalIPs, %s)",
+			promise := fmt.Sprintf("the tuple %s/TCP of %s/%s belongs to it, not to %s/%s (externalIPs, %s)",
 				addr, victimNS, p.victim.Name, attackerNS, p.attacker.Name, p.name())
 			for _, who := range []string{"pod on " + n2.Name, "pod on " + n1.Name} {
 				requireAnsweredBy(t, clients[who], addr, 12, victims, promise+", from the "+who)
 			}
-			// FlowConflict: the tuple is the victim's; AddressRefused: an externalIP inside the
-			// ServiceCIDR is refused whoever holds it (also before the victim exists).
-			require.NoError(t, checkEachNode(sb, attackerNS, p.attacker.Name, 10*time.Second, framework.HasProblem(reasonFlowConflict, reasonAddressRefused)),
+			require.NoError(t, checkEachNode(sb, attackerNS, p.attacker.Name, 10*time.Second, framework.HasProblem(p.refusals()...)),
 				"the attacker's refused claim must show in its servicemap rows")
+			logProblem(t, n1, attackerNS, p.attacker.Name)
 			require.NoError(t, checkEachNode(sb, victimNS, p.victim.Name, 10*time.Second, framework.NoProblem()),
 				"the victim is programmed as it asks")
 		})
 	}
 }
 
-// createClaimPairs creates, for every variant, a victim-first and an attacker-first pair, each
-// later Service created in a later second than the ones it must not win over: first the
-// attacker-first attackers (claiming addresses of attackerFirstIPs), then every victim (the
-// attacker-first ones with those addresses), then the victim-first attackers.
+// createClaimPairs creates, for every variant, a pair of each claimOrder, each later Service
+// created in a later second than the ones it must not win over: first the attacker-first
+// attackers (claiming addresses of attackerFirstIPs), then every victim (the attacker-first
+// ones with those addresses as ClusterIPs, the external-first ones with an externalIP of
+// victimExternalIPs), then the other attackers.
 func createClaimPairs(t *testing.T, sb *framework.Sandbox) []claimPair {
 	var pairs []claimPair
-	ip := attackerFirstIPs.Addr()
+	ip, ext := attackerFirstIPs.Addr(), victimExternalIPs.Addr()
 	var last metav1.Time
 	for _, v := range claimVariants() {
 		ip = ip.Next()
 		holder, err := sb.ServiceHolding(context.Background(), ip)
 		require.NoError(t, err)
 		require.Empty(t, holder, "the address the attacker claims first must be unallocated")
-		p := claimPair{variant: v, attackerFirst: true}
+		p := claimPair{variant: v, order: attackerFirst}
 		p.attacker = createService(t, sb, attackerService(v, "first-"+slug(v.name), ip))
 		last = p.attacker.CreationTimestamp
 		pairs = append(pairs, p)
@@ -153,18 +187,26 @@ func createClaimPairs(t *testing.T, sb *framework.Sandbox) []claimPair {
 		pairs[i].victim = createService(t, sb, victim)
 	}
 	for _, v := range claimVariants() {
-		p := claimPair{variant: v}
+		p := claimPair{variant: v, order: victimFirst}
 		p.victim = createService(t, sb, tcpService(victimNS, "later-"+slug(v.name), "victim", corev1.ServiceTypeClusterIP, claimPort))
-		last = p.victim.CreationTimestamp
 		pairs = append(pairs, p)
+		q := claimPair{variant: v, order: externalFirst}
+		victim := tcpService(victimNS, "eip-"+slug(v.name), "victim", corev1.ServiceTypeClusterIP, claimPort)
+		victim.Spec.ExternalIPs = []string{ext.String()}
+		ext = ext.Next()
+		q.victim = createService(t, sb, victim)
+		last = q.victim.CreationTimestamp
+		pairs = append(pairs, q)
 	}
 	waitClockPast(t, last)
 	for i := range pairs {
-		if pairs[i].attackerFirst {
-			continue
+		p := &pairs[i]
+		switch p.order {
+		case victimFirst:
+			p.attacker = createService(t, sb, attackerService(p.variant, "later-"+slug(p.variant.name), netip.MustParseAddr(p.victim.Spec.ClusterIP)))
+		case externalFirst:
+			p.attacker = createService(t, sb, attackerService(p.variant, "eip-"+slug(p.variant.name), netip.MustParseAddr(p.target())))
 		}
-		v := pairs[i].variant
-		pairs[i].attacker = createService(t, sb, attackerService(v, "later-"+slug(v.name), netip.MustParseAddr(pairs[i].victim.Spec.ClusterIP)))
 	}
 	return pairs
 }
@@ -185,4 +227,17 @@ func slug(name string) string {
 		}
 	}
 	return string(b)
+}
+
+// logProblem logs the Problem node n's servicemap shows for the Service's first row.
+func logProblem(t *testing.T, n *framework.Node, namespace, name string) {
+	t.Helper()
+	m, err := n.API.ServiceMap(context.Background(), namespace, name)
+	require.NoError(t, err)
+	for _, r := range m.Items {
+		if r.Name == name && r.Problem != nil {
+			t.Logf("%s/%s on %s: problem %s: %s", namespace, name, n.Name, r.Problem.Reason, r.Problem.Message)
+			return
+		}
+	}
 }

@@ -144,7 +144,7 @@ func TestTenantClaimOwnership(t *testing.T) {
 	for _, p := range pairs {
 		t.Run(p.name(), func(t *testing.T) {
 			require.NoError(t, sb.WaitProgrammed(ctx, victimNS, p.victim.Name, "with both endpoints", framework.HasEndpoints(2)))
-			require.NoError(t, checkEachNode(sb, attackerNS, p.attacker.Name, time.Minute, anyRows), "the attacker's Service is never synced")
+			require.NoError(t, sb.WaitProgrammed(ctx, attackerNS, p.attacker.Name, "(listed)", anyRows))
 			addr := hostPort(p.target(), claimPort)
 			victims := map[string]bool{"victim-1": true, "victim-2": true}
 			promise := fmt.Sprintf("the tuple %s/TCP of %s/%s belongs to it, not to %s/%s (externalIPs, %s)",
@@ -152,10 +152,10 @@ func TestTenantClaimOwnership(t *testing.T) {
 			for _, who := range []string{"pod on " + n2.Name, "pod on " + n1.Name} {
 				requireAnsweredBy(t, clients[who], addr, 12, victims, promise+", from the "+who)
 			}
-			require.NoError(t, checkEachNode(sb, attackerNS, p.attacker.Name, 10*time.Second, framework.HasProblem(p.refusals()...)),
+			require.NoError(t, sb.WaitProgrammedWithin(ctx, 10*time.Second, attackerNS, p.attacker.Name, "with its claim refused", framework.HasProblem(p.refusals()...)),
 				"the attacker's refused claim must show in its servicemap rows")
 			logProblem(t, n1, attackerNS, p.attacker.Name)
-			require.NoError(t, checkEachNode(sb, victimNS, p.victim.Name, 10*time.Second, framework.NoProblem()),
+			require.NoError(t, sb.WaitProgrammedWithin(ctx, 10*time.Second, victimNS, p.victim.Name, "without a problem", framework.NoProblem()),
 				"the victim is programmed as it asks")
 		})
 	}

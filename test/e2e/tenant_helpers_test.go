@@ -114,34 +114,15 @@ func waitOutcome(t *testing.T, ns *framework.NetNS, addr, want, promise string, 
 	return tries
 }
 
-// checkEachNode polls every node's servicemap rows of the Service until cond holds on all of
-// them, for at most timeout.
-func checkEachNode(sb *framework.Sandbox, namespace, name string, timeout time.Duration, cond func(rows []apiv1.ServicePort) (bool, string)) error {
-	return framework.Poll(context.Background(), timeout, fmt.Sprintf("every node's servicemap row of %s/%s to hold", namespace, name),
-		func(ctx context.Context) (bool, string, error) {
-			for _, n := range sb.Nodes {
-				m, err := n.API.ServiceMap(ctx, namespace, name)
-				if err != nil {
-					if ctx.Err() != nil {
-						return false, "", nil // keep what was seen before the deadline
-					}
-					return false, n.Name + ": " + err.Error(), nil
-				}
-				var rows []apiv1.ServicePort
-				for _, r := range m.Items {
-					if r.Name == name {
-						rows = append(rows, r)
-					}
-				}
-				if len(rows) == 0 {
-					return false, n.Name + ": not in the servicemap", nil
-				}
-				if ok, why := cond(rows); !ok {
-					return false, n.Name + ": " + why, nil
-				}
-			}
-			return true, "", nil
-		})
+// vantage is where a tenant test connects from: a node's host network or a pod's namespace.
+type vantage struct {
+	what string // "node1 host", "pod on node1"
+	ns   *framework.NetNS
+}
+
+// hostAndPod are the vantages of node n's host network and of the pod whose namespace is pod.
+func hostAndPod(n *framework.Node, pod *framework.NetNS) []vantage {
+	return []vantage{{n.Name + " host", n.NS}, {"pod on " + n.Name, pod}}
 }
 
 // anyRows is a servicemap condition that only needs the Service to be listed.

@@ -65,10 +65,7 @@ func TestTenantExternalIPOtherPorts(t *testing.T) {
 			t.Cleanup(func() { _ = l.Close() })
 		}
 	}
-	clients := []struct {
-		what string
-		ns   *framework.NetNS
-	}{{n1.Name + " host", n1.NS}, {"pod on " + n1.Name, clientNS}}
+	clients := hostAndPod(n1, clientNS)
 
 	cases := []struct {
 		name string

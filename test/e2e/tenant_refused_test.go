@@ -50,10 +50,7 @@ func TestTenantRefusedAddress(t *testing.T) {
 
 	virtual := netip.MustParseAddr(config.DefaultNodePortVirtualIPv6)
 	virtualAddr := hostPort(virtual.String(), port)
-	probes := []struct {
-		what string
-		ns   *framework.NetNS
-	}{{n1.Name + " host", n1.NS}, {"pod on " + n1.Name, clientNS}}
+	probes := hostAndPod(n1, clientNS)
 	before := map[string]string{}
 	for _, p := range probes {
 		before[p.what] = outcome(p.ns, virtualAddr)
@@ -89,7 +86,7 @@ func TestTenantRefusedAddress(t *testing.T) {
 		}
 	})
 	t.Run("ProblemShown", func(t *testing.T) {
-		require.NoError(t, checkEachNode(sb, ns, "claimer", 10*time.Second, framework.HasProblem(reasonAddressRefused)),
+		require.NoError(t, sb.WaitProgrammedWithin(ctx, 10*time.Second, ns, "claimer", "with the refused address", framework.HasProblem(reasonAddressRefused)),
 			"the refused address must show in the claimer's servicemap rows")
 	})
 }

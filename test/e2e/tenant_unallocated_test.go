@@ -49,10 +49,7 @@ func TestTenantUnallocatedClusterIP(t *testing.T) {
 	addr := hostPort(unallocatedIP.String(), 80)
 	require.Equal(t, answeredOutcome("router"), outcome(sb.Net.Router, addr), "the router answers on the unallocated address itself")
 
-	clients := []struct {
-		what string
-		ns   *framework.NetNS
-	}{{"pod on " + n1.Name, clientNS}, {n1.Name + " host", n1.NS}}
+	clients := hostAndPod(n1, clientNS)
 	for _, c := range clients {
 		waitOutcome(t, c.ns, hostPort(web.Spec.ClusterIP, 80), answeredOutcome("web-1"), "the allocated ClusterIP is served to the "+c.what, time.Minute)
 	}

@@ -22,10 +22,11 @@ type Verdict struct {
 // Explained reports whether the row is equal or its difference is a known one.
 func (v Verdict) Explained() bool { return v.Same || len(v.Rules) > 0 }
 
-// Reduce turns a row's raw outcome into the class compared: a ClientIP-affinity row is reduced
-// to its stickiness (Outcome.Sticky), since which eligible backend it sticks to is random.
+// Reduce turns a row's raw outcome into the class compared: a ClientIP-affinity row of a
+// Service port is reduced to its stickiness (Outcome.Sticky), since which eligible backend it
+// sticks to is random; a row of OtherPort is not Service traffic and stays as it is.
 func Reduce(r Row, o Outcome) Outcome {
-	if r.Shape.Affinity {
+	if r.Shape.Affinity && r.Port.Name != otherPortName {
 		return o.Sticky(r.Shape.EndpointState)
 	}
 	return o

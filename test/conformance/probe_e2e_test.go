@@ -17,11 +17,11 @@ func (w *world) address(r Row) string {
 	port := int(r.Port.Port)
 	var ip string
 	switch {
-	case r.Target == "clusterIP", r.Target == "clusterIP-other":
+	case r.Target == "clusterIP", r.Target == "clusterIP-other", r.Target == "clusterIP-unallocated":
 		ip = r.Shape.ClusterIP.String()
-	case r.Target == "lb":
+	case r.Target == "lb", r.Target == "lb-other":
 		ip = r.Shape.LBIP.String()
-	case r.Target == "externalIP":
+	case r.Target == "externalIP", r.Target == "externalIP-other":
 		ip = r.Shape.ExternalIP.String()
 	case strings.HasPrefix(r.Target, "nodePort@"):
 		ip, port = w.sb.Nodes[r.TargetNode].IP.String(), int(r.Port.NodePort)

@@ -2,6 +2,7 @@ package conformance
 
 import (
 	"fmt"
+	"net/netip"
 	"strconv"
 	"strings"
 )
@@ -21,7 +22,9 @@ type Row struct {
 	Shape *Shape
 	Port  Port
 	// Target is clusterIP, clusterIP-other (the ClusterIP on OtherPort, which the Service does
-	// not define), nodePort@nodeN, lb or externalIP.
+	// not define), nodePort@nodeN, lb, externalIP, lb-other and externalIP-other (the
+	// LoadBalancer IP and the externalIP on OtherPort), or clusterIP-unallocated (an address of
+	// the ServiceCIDR no Service holds, on OtherPort; its Shape is Unallocated's).
 	Target string
 	// TargetNode is the node index of a nodePort target, -1 otherwise.
 	TargetNode int
@@ -34,21 +37,38 @@ func (r Row) Key() string {
 }
 
 // OtherPort is a port no shape defines (the generator's ports are 80 and up, one per Service
-// port): the clusterIP-other rows probe every shape's ClusterIP on it, over TCP and UDP.
+// port): the clusterIP-other rows probe every shape's ClusterIP on it, over TCP and UDP, and
+// the lb-other and externalIP-other rows its LoadBalancer IP and externalIP. The router (the
+// nodes' default gateway) owns those addresses and answers on OtherPort: a probe a node does
+// not capture is routed there and answered as "outside".
 const OtherPort = 8999
 
-// Rows lists the rows of shapes. SCTP ports are not probed: the sandbox's kernel has no SCTP
-// (see docs/conformance.md). ClusterIPs are not probed from the external client, which has no
-// route to them.
+// otherPortName is the port name of the rows of OtherPort.
+const otherPortName = "other"
+
+// UnallocatedClusterIP is an address of the sandbox's ServiceCIDR (10.96.0.0/16) outside the
+// generator's ClusterIPs, which no Service holds: the clusterIP-unallocated rows probe it on
+// OtherPort. The router owns it too, so a probe that leaves the node is answered.
+var UnallocatedClusterIP = netip.MustParseAddr("10.96.250.250")
+
+// Unallocated is the pseudo-shape of the clusterIP-unallocated rows: no Service, no endpoint.
+func Unallocated() *Shape {
+	return &Shape{Name: "unallocated", Type: "ClusterIP", ClusterIP: UnallocatedClusterIP}
+}
+
+// Rows lists the rows of shapes, then the clusterIP-unallocated rows. SCTP ports are not
+// probed: the sandbox's kernel has no SCTP (see docs/conformance.md). ClusterIPs are not probed
+// from the external client, which has no route to them.
 func Rows(shapes []Shape) []Row {
 	var rows []Row
 	for i := range shapes {
 		s := &shapes[i]
-		for _, proto := range []string{"TCP", "UDP"} {
-			p := Port{Name: "other", Protocol: proto, Port: OtherPort}
-			for _, c := range Clients[:4] {
-				rows = append(rows, Row{Shape: s, Port: p, Target: "clusterIP-other", TargetNode: -1, Client: c})
-			}
+		rows = append(rows, otherPortRows(s, "clusterIP-other", Clients[:4])...)
+		if s.Type == "LoadBalancer" {
+			rows = append(rows, otherPortRows(s, "lb-other", Clients)...)
+		}
+		if s.ExternalIP.IsValid() {
+			rows = append(rows, otherPortRows(s, "externalIP-other", Clients)...)
 		}
 		for _, p := range s.Ports {
 			if p.Protocol == "SCTP" {
@@ -73,6 +93,18 @@ func Rows(shapes []Shape) []Row {
 			}
 		}
 	}
+	return append(rows, otherPortRows(Unallocated(), "clusterIP-unallocated", Clients[:4])...)
+}
+
+// otherPortRows are the rows of target on OtherPort, over TCP and UDP, from clients.
+func otherPortRows(s *Shape, target string, clients []string) []Row {
+	var rows []Row
+	for _, proto := range []string{"TCP", "UDP"} {
+		p := Port{Name: otherPortName, Protocol: proto, Port: OtherPort}
+		for _, c := range clients {
+			rows = append(rows, Row{Shape: s, Port: p, Target: target, TargetNode: -1, Client: c})
+		}
+	}
 	return rows
 }
 
@@ -88,7 +120,8 @@ func clientNode(c string) int {
 }
 
 // Attrs are the row's attributes the rules of docs/conformance.md select on: addr (the target,
-// with lb-VIP or lb-Proxy for a LoadBalancer IP), client, type, proto, etp, itp, affinity,
+// with lb-VIP or lb-Proxy for a LoadBalancer IP, lb-VIP-other or lb-Proxy-other for it on
+// OtherPort), client, type, proto, etp, itp, affinity,
 // lbmode, ranges (the first source range), clienteps and targeteps (what the client's and the
 // NodePort's node have: ready, serving or none; - when not a node), own (true when the client's
 // own node handles the address: not another node's NodePort, not the external client), hints
@@ -102,8 +135,11 @@ func (r Row) Attrs() map[string]string {
 		"lbmode": "-", "ranges": "-", "clienteps": "-", "targeteps": "-", "td": s.TrafficDistribution,
 		"own": strconv.FormatBool(r.ownNode()), "hints": s.hints(), "readyeps": strconv.FormatBool(s.endpointsOn(0) == "ready" || s.endpointsOn(1) == "ready"),
 	}
-	if r.Target == "lb" {
+	switch r.Target {
+	case "lb":
 		a["addr"] = "lb-" + string(s.LBMode)
+	case "lb-other":
+		a["addr"] = "lb-" + string(s.LBMode) + "-other"
 	}
 	if s.Type == "LoadBalancer" {
 		a["lbmode"] = string(s.LBMode)

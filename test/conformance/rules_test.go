@@ -143,6 +143,11 @@ func TestJudgeReducesAffinityRows(t *testing.T) {
 	if got := UnusedRules(rules, []Verdict{v, {Rules: []string{"y"}}}); len(got) != 1 || got[0] != "x" {
 		t.Errorf("unused rules %v", got)
 	}
+	// A row of OtherPort is not Service traffic: the outside answer is compared as it is.
+	other := Row{Shape: s, Port: Port{Name: otherPortName, Protocol: "TCP", Port: OtherPort}, Target: "externalIP-other", TargetNode: -1, Client: "pod@node1"}
+	if v := Judge(nil, other, NewOutcome("dropped"), NewOutcome("outside<-node-other")); v.KubeProxy.String() != "outside<-node-other" || v.Same {
+		t.Errorf("an OtherPort row of an affinity Service reduced: %s vs %s", v.Antrea, v.KubeProxy)
+	}
 	sum := Summarize([]Verdict{v, Judge(nil, r, NewOutcome("dropped"), NewOutcome("dropped"))})
 	if sum.Rows != 2 || sum.Same != 1 || len(sum.Unexplained) != 1 {
 		t.Errorf("summary %+v", sum)

@@ -2,9 +2,11 @@ package conformance
 
 import (
 	"fmt"
+	"maps"
 	"net/netip"
 	"reflect"
 	"slices"
+	"strings"
 	"testing"
 )
 
@@ -105,10 +107,13 @@ func TestRows(t *testing.T) {
 		Ports: []Port{{Name: "a", Protocol: "TCP", Port: 80, NodePort: 30100}, {Name: "b", Protocol: "SCTP", Port: 81, NodePort: 30101}}}
 	rows := Rows([]Shape{s})
 	// TCP only (SCTP is not probed): ClusterIP from 4 clients, 2 NodePorts, the LB IP and the
-	// externalIP from 5; and the ClusterIP on OtherPort over TCP and UDP from 4.
-	if len(rows) != 4+2*5+5+5+2*4 {
-		t.Fatalf("%d rows, want 32", len(rows))
+	// externalIP from 5; the ClusterIP on OtherPort over TCP and UDP from 4, the LB IP and the
+	// externalIP on OtherPort over TCP and UDP from 5; and the unallocated ClusterIP over TCP
+	// and UDP from 4.
+	if len(rows) != 4+2*5+5+5+2*4+2*2*5+2*4 {
+		t.Fatalf("%d rows, want 60", len(rows))
 	}
+	targets := map[string]int{}
 	keys := map[string]bool{}
 	for _, r := range rows {
 		if keys[r.Key()] {
@@ -118,12 +123,24 @@ func TestRows(t *testing.T) {
 		if r.Port.Protocol == "SCTP" {
 			t.Errorf("SCTP row %s", r.Key())
 		}
-		if (r.Target == "clusterIP" || r.Target == "clusterIP-other") && r.Client == "external" {
+		targets[r.Target]++
+		if strings.HasPrefix(r.Target, "clusterIP") && r.Client == "external" {
 			t.Errorf("ClusterIP probed from the external client")
 		}
-		if r.Target == "clusterIP-other" && slices.ContainsFunc(s.Ports, func(p Port) bool { return p.Port == r.Port.Port }) {
+		if strings.HasSuffix(r.Target, "-other") && slices.ContainsFunc(s.Ports, func(p Port) bool { return p.Port == r.Port.Port }) {
 			t.Errorf("row %s probes a port the shape defines", r.Key())
 		}
+		if r.Target == "clusterIP-unallocated" && (r.Shape.ClusterIP != UnallocatedClusterIP || r.Port.Port != OtherPort) {
+			t.Errorf("row %s: want %s:%d", r.Key(), UnallocatedClusterIP, OtherPort)
+		}
+	}
+	want := map[string]int{"clusterIP": 4, "nodePort@node1": 5, "nodePort@node2": 5, "lb": 5, "externalIP": 5,
+		"clusterIP-other": 8, "lb-other": 10, "externalIP-other": 10, "clusterIP-unallocated": 8}
+	if !maps.Equal(targets, want) {
+		t.Errorf("rows by target %v, want %v", targets, want)
+	}
+	if a := (Row{Shape: &s, Port: Port{Name: otherPortName, Protocol: "UDP", Port: OtherPort}, Target: "lb-other", TargetNode: -1, Client: "pod@node1"}).Attrs(); a["addr"] != "lb-VIP-other" {
+		t.Errorf("attrs %v", a)
 	}
 	a := Row{Shape: &s, Port: s.Ports[0], Target: "nodePort@node2", TargetNode: 1, Client: "host@node1"}.Attrs()
 	if a["own"] != "false" || a["targeteps"] != "none" || a["addr"] != "nodePort@node2" {
@@ -131,6 +148,15 @@ func TestRows(t *testing.T) {
 	}
 	if a := (Row{Shape: &s, Port: s.Ports[0], Target: "lb", TargetNode: -1, Client: "host@node1"}).Attrs(); a["addr"] != "lb-VIP" || a["own"] != "true" {
 		t.Errorf("attrs %v", a)
+	}
+}
+
+func TestOutsideAddresses(t *testing.T) {
+	s := Shape{Name: "s", Type: "LoadBalancer", LBMode: LBProxy, LBIP: netip.MustParseAddr("172.18.1.10"), ExternalIP: netip.MustParseAddr("172.18.0.128")}
+	got := outsideAddresses([]Shape{s, {Name: "c", Type: "ClusterIP"}})
+	want := []netip.Addr{UnallocatedClusterIP, s.LBIP, s.ExternalIP}
+	if !slices.Equal(got, want) {
+		t.Errorf("outside addresses %v, want %v", got, want)
 	}
 }
 

@@ -214,7 +214,8 @@ func conditions(st EndpointState) (ready, serving, terminating bool) {
 }
 
 // create writes every shape's EndpointSlice, then its Service and (LoadBalancer) its ingress,
-// starts the Proxy-mode load balancers and waits until the nodes have programmed it all.
+// starts the Proxy-mode load balancers and the router's answers on OtherPort, and waits until
+// the nodes have programmed it all.
 func (w *world) create(t *testing.T, shapes []Shape) {
 	ctx := context.Background()
 	cs := w.sb.CP.Client
@@ -251,6 +252,9 @@ func (w *world) create(t *testing.T, shapes []Shape) {
 				t.Fatalf("%s: %v", w.kind, err)
 			}
 		}
+	}
+	if err := w.sb.ServeOutsideOn(OtherPort, outsideAddresses(shapes)...); err != nil {
+		t.Fatalf("%s: %v", w.kind, err)
 	}
 	start := time.Now()
 	if err := w.waitProgrammed(ctx, shapes); err != nil {

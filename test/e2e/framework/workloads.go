@@ -182,7 +182,12 @@ func (s *Sandbox) SetLBIngress(ctx context.Context, namespace, name string, ip n
 // WaitProgrammed waits until every node agent's servicemap shows the Service and cond holds for
 // its rows; what describes cond for the failure message.
 func (s *Sandbox) WaitProgrammed(ctx context.Context, namespace, name, what string, cond func(rows []apiv1.ServicePort) (bool, string)) error {
-	return Poll(ctx, time.Minute, fmt.Sprintf("every node agent to program Service %s/%s %s", namespace, name, what),
+	return s.WaitProgrammedWithin(ctx, time.Minute, namespace, name, what, cond)
+}
+
+// WaitProgrammedWithin is WaitProgrammed waiting at most timeout.
+func (s *Sandbox) WaitProgrammedWithin(ctx context.Context, timeout time.Duration, namespace, name, what string, cond func(rows []apiv1.ServicePort) (bool, string)) error {
+	return Poll(ctx, timeout, fmt.Sprintf("every node agent to program Service %s/%s %s", namespace, name, what),
 		func(ctx context.Context) (bool, string, error) {
 			for _, n := range s.Nodes {
 				m, err := n.API.ServiceMap(ctx, namespace, "")

@@ -159,5 +159,5 @@ const (
 	// PriorityServiceCIDR drops new connections to an address inside a ServiceCIDR that no
 	// Service port claimed (ServiceLB), below the ClusterIPs' other-port rejects.
 	PriorityServiceCIDR uint16 = 90
-	PriorityMiss      uint16 = 0
+	PriorityMiss        uint16 = 0
 )

@@ -95,9 +95,9 @@ type Proxier struct {
 	// addrIssues are the addresses each committed Service asked for and does not get.
 	addrIssues map[types.NamespacedName][]addrIssue
 	state      *flowState
-	svcOwners map[types.NamespacedName][]owner
-	status    map[types.NamespacedName]*serviceStatus
-	problems  map[types.NamespacedName]*ServiceProblem
+	svcOwners  map[types.NamespacedName][]owner
+	status     map[types.NamespacedName]*serviceStatus
+	problems   map[types.NamespacedName]*ServiceProblem
 	// applySeq is odd while a bundle is being applied and not yet committed (Verify).
 	applySeq uint64
 	// nodePortAddrs are the NodePort addresses of the committed base flows (NodePortAddresses).

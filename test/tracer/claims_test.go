@@ -1,7 +1,6 @@
 package tracer
 
 import (
-	"context"
 	"fmt"
 	"net/netip"
 	"strings"
@@ -49,7 +48,9 @@ func externalIPs(ips ...netip.Addr) svcOpt {
 	}
 }
 
-func podClient(addr netip.Addr, sport uint16) oftrace.Packet { return fromPod(clientPort, sport, addr, 80) }
+func podClient(addr netip.Addr, sport uint16) oftrace.Packet {
+	return fromPod(clientPort, sport, addr, 80)
+}
 func extClient(addr netip.Addr, sport uint16) oftrace.Packet {
 	return fromGateway(externalIP, sport, addr, 80)
 }
@@ -177,5 +178,3 @@ func problemOf(p *proxy.Proxier, name string) *proxy.ServiceProblem {
 	}
 	return nil
 }
-
-var _ = context.Background

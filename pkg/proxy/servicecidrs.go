@@ -142,9 +142,10 @@ func (p *Proxier) noteExempt(nn types.NamespacedName) bool {
 	return true
 }
 
-// exemptIPs returns the skipped Services' ClusterIPs, sorted, once each.
+// exemptIPs returns the skipped Services' ClusterIPs and the addresses skipServices lists,
+// sorted, once each.
 func (p *Proxier) exemptIPs() []netip.Addr {
-	var out []netip.Addr
+	out := p.opts.Skip.IPs.UnsortedList()
 	for _, ips := range p.exempt {
 		out = append(out, ips...)
 	}

@@ -231,7 +231,7 @@ func Run(ctx context.Context, cfg *config.AgentConfig, client kubernetes.Interfa
 		return nil
 	}
 	c.observers.start(ctx, cfg)
-	if _, err := watchServiceCIDRs(ctx, client, factory, c.Proxier); err != nil {
+	if _, err := WatchServiceCIDRs(ctx, client, factory, c.Proxier); err != nil {
 		return err
 	}
 	return c.Proxier.RunWithInformers(ctx, factory)

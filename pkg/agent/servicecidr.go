@@ -23,12 +23,12 @@ const (
 	serviceCIDRResource     = "servicecidrs"
 )
 
-// serviceCIDRSink receives the cluster's ServiceCIDRs (the proxier's SetServiceCIDRs).
-type serviceCIDRSink interface {
+// ServiceCIDRSink receives the cluster's ServiceCIDRs (the proxier's SetServiceCIDRs).
+type ServiceCIDRSink interface {
 	SetServiceCIDRs([]netip.Prefix)
 }
 
-// watchServiceCIDRs feeds sink with the spec.cidrs of every ServiceCIDR, from an informer of
+// WatchServiceCIDRs feeds sink with the spec.cidrs of every ServiceCIDR, from an informer of
 // factory, and returns once its cache has synced and sink has the first set, so that the
 // proxier's first sync knows them. Like kube-proxy (pkg/proxy/config's ServiceCIDRConfig), it
 // takes every ServiceCIDR, whatever its Ready condition and also while it is being deleted: a
@@ -39,7 +39,7 @@ type serviceCIDRSink interface {
 // (NotFound, Forbidden), it logs that once and returns false: no ServiceCIDR is known and the
 // proxier behaves as without one (unallocated ClusterIPs are not dropped, ExternalIPs are not
 // checked against them). Other errors are returned.
-func watchServiceCIDRs(ctx context.Context, client kubernetes.Interface, factory informers.SharedInformerFactory, sink serviceCIDRSink) (bool, error) {
+func WatchServiceCIDRs(ctx context.Context, client kubernetes.Interface, factory informers.SharedInformerFactory, sink ServiceCIDRSink) (bool, error) {
 	if ok, why := serviceCIDRsServed(ctx, client); !ok {
 		klog.InfoS("Not watching ServiceCIDRs; unallocated ClusterIPs are not dropped and ExternalIPs are not checked against them", "reason", why)
 		return false, nil

@@ -56,7 +56,7 @@ func TestWatchServiceCIDRs(t *testing.T) {
 	factory := informers.NewSharedInformerFactory(client, 0)
 	defer factory.Shutdown()
 	sink := &cidrSink{}
-	ok, err := watchServiceCIDRs(ctx, client, factory, sink)
+	ok, err := WatchServiceCIDRs(ctx, client, factory, sink)
 	if err != nil || !ok {
 		t.Fatalf("watchServiceCIDRs = %v, %v", ok, err)
 	}
@@ -93,7 +93,7 @@ func TestWatchServiceCIDRsAbsent(t *testing.T) {
 			ctx, cancel := context.WithCancel(context.Background())
 			defer cancel()
 			sink := &cidrSink{}
-			ok, err := watchServiceCIDRs(ctx, client, factory, sink)
+			ok, err := WatchServiceCIDRs(ctx, client, factory, sink)
 			if ok || err != nil {
 				t.Fatalf("watchServiceCIDRs = %v, %v; want the fallback", ok, err)
 			}

@@ -135,8 +135,8 @@ func samePorts(a, b []PortStatus) bool {
 
 // PortsGeneration returns a number that changes whenever a sync changes what Services reports of
 // the Service ports themselves (a Service port added, removed or redefined: its addresses,
-// NodePort, LB ingress decisions, policies) or what NodePortAddresses returns; endpoint changes
-// leave it alone. What is derived from those alone (the node's routes and NodePort rules, the
+// NodePort, LB ingress decisions, policies) or what NodePortAddresses or ServiceCIDRs returns;
+// endpoint changes leave it alone. What is derived from those alone (the node's routes and NodePort rules, the
 // LB IPs it announces) needs recomputing only when it changed: walking every Service after
 // every sync costs, at 30,000 Services, far more than the sync itself.
 func (p *Proxier) PortsGeneration() uint64 {

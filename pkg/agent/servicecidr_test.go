@@ -50,11 +50,11 @@ func servingServiceCIDRs(c *fake.Clientset) {
 
 func TestWatchServiceCIDRs(t *testing.T) {
 	ctx, cancel := context.WithCancel(context.Background())
-	defer cancel()
 	client := fake.NewClientset(serviceCIDR("kubernetes", "10.96.0.0/16", "fd00:96::/112"))
 	servingServiceCIDRs(client)
 	factory := informers.NewSharedInformerFactory(client, 0)
-	defer factory.Shutdown()
+	// Shutdown waits for the informers, which stop with ctx.
+	defer func() { cancel(); factory.Shutdown() }()
 	sink := &cidrSink{}
 	ok, err := WatchServiceCIDRs(ctx, client, factory, sink)
 	if err != nil || !ok {
@@ -89,9 +89,8 @@ func TestWatchServiceCIDRsAbsent(t *testing.T) {
 			client := fake.NewClientset(serviceCIDR("kubernetes", "10.96.0.0/16"))
 			setup(client)
 			factory := informers.NewSharedInformerFactory(client, 0)
-			defer factory.Shutdown()
 			ctx, cancel := context.WithCancel(context.Background())
-			defer cancel()
+			defer func() { cancel(); factory.Shutdown() }()
 			sink := &cidrSink{}
 			ok, err := WatchServiceCIDRs(ctx, client, factory, sink)
 			if ok || err != nil {

@@ -74,9 +74,9 @@ func (p *Proxier) addrPolicy() model.AddrPolicy {
 // reports whether the node-level flows' inputs (the ServiceCIDRs, the exempted ClusterIPs)
 // changed.
 func (p *Proxier) noteAddrInputs(drained tracker.Drained, cidrs []netip.Prefix, cidrGen uint64) bool {
-	base := false
+	base, all := false, false
 	if cidrGen != p.syncCIDRGen {
-		base = true
+		base, all = true, true
 		p.syncCIDRs, p.syncCIDRGen = cidrs, cidrGen
 		// The policy changed: every Service's claims and refusals may have.
 		for nn, svc := range p.services {
@@ -88,7 +88,9 @@ func (p *Proxier) noteAddrInputs(drained tracker.Drained, cidrs []netip.Prefix, 
 		}
 	}
 	for nn := range drained.ServiceChanges {
-		p.reclaim(nn)
+		if !all || p.services[nn] == nil { // all: the Services still there were reclaimed above
+			p.reclaim(nn)
+		}
 		if p.noteExempt(nn) {
 			base = true
 		}

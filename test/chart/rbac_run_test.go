@@ -91,7 +91,8 @@ func TestAgentRBAC(t *testing.T) {
 	cs.Resources = []*metav1.APIResourceList{{GroupVersion: "networking.k8s.io/v1",
 		APIResources: []metav1.APIResource{{Name: "servicecidrs", Kind: "ServiceCIDR"}}}}
 	cidrFactory := informers.NewSharedInformerFactory(cs, 0)
-	defer cidrFactory.Shutdown()
+	// Shutdown waits for the informers, which stop with ctx.
+	defer func() { cancel(); cidrFactory.Shutdown() }()
 	watching, err := agent.WatchServiceCIDRs(ctx, cs, cidrFactory, p)
 	require.NoError(t, err)
 	require.True(t, watching)

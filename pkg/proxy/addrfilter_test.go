@@ -211,3 +211,19 @@ func TestClaimsIncremental(t *testing.T) {
 		t.Errorf("events %v", got)
 	}
 }
+
+// TestServiceCIDRsBeforeFirstSync: ServiceCIDRs known before the first sync (the agent waits for
+// them) decide the first sync's refusals.
+func TestServiceCIDRsBeforeFirstSync(t *testing.T) {
+	h := newHarness(t, testOptions())
+	h.p.SetServiceCIDRs([]netip.Prefix{netip.MustParsePrefix("10.96.0.0/16")})
+	h.addService(makeService("ns1", "web", "10.96.0.10", withExternalIPs("10.96.0.77", "192.0.2.5")))
+	h.sync()
+	st := statusOf(h, "ns1", "web")
+	if got := portExternalIPs(st); !slices.Equal(got, []string{"192.0.2.5"}) || st.Problem == nil {
+		t.Errorf("ExternalIPs %v, problem %+v", got, st.Problem)
+	}
+	if strings.Contains(h.bridge.Dump(), "nw_dst=10.96.0.77") {
+		t.Errorf("10.96.0.77 is programmed")
+	}
+}

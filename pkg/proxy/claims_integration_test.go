@@ -7,8 +7,6 @@ import (
 
 	v1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/apimachinery/pkg/runtime"
-	"k8s.io/client-go/kubernetes/fake"
 
 	of "github.com/antrea-proxy/antrea-proxy/pkg/ovs/openflow"
 	"github.com/antrea-proxy/antrea-proxy/pkg/pipeline"
@@ -43,18 +41,9 @@ func TestIntegrationClaimsRealOVS(t *testing.T) {
 	attacker.CreationTimestamp = metav1.NewTime(t0.Add(time.Hour))
 	node := &v1.Node{ObjectMeta: metav1.ObjectMeta{Name: testNode},
 		Status: v1.NodeStatus{Addresses: []v1.NodeAddress{{Type: v1.NodeInternalIP, Address: "192.168.77.10"}}}}
-	cs := fake.NewSimpleClientset([]runtime.Object{node, victim, attacker,
+	p := runOnLab(ctx, t, l, false, node, victim, attacker,
 		makeSlice("default", "victim", "victim-1", 8080, v1.ProtocolTCP, "http", ep{ip: "10.10.0.11", node: testNode, ready: true}),
-		makeSlice("default", "attacker", "attacker-1", 8080, v1.ProtocolTCP, "http", ep{ip: "10.10.0.12", node: testNode, ready: true}),
-	}...)
-	p, err := New(Options{NodeName: testNode, Round: 1, MinSyncInterval: 100 * time.Millisecond, FullSyncPeriod: time.Minute}, l.OF)
-	if err != nil {
-		t.Fatal(err)
-	}
-	runCtx, stop := context.WithCancel(ctx)
-	done := make(chan error, 1)
-	go func() { done <- p.Run(runCtx, cs) }()
-	defer func() { stop(); <-done }()
+		makeSlice("default", "attacker", "attacker-1", 8080, v1.ProtocolTCP, "http", ep{ip: "10.10.0.12", node: testNode, ready: true}))
 	waitFor(t, 20*time.Second, "both Services installed", func() bool { return len(p.Services()) == 2 })
 
 	seen := map[string]int{}

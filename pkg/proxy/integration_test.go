@@ -36,16 +36,7 @@ func TestIntegrationRealOVS(t *testing.T) {
 		objs = append(objs, makeSlice("default", svc, svc+"-1", 8080, v1.ProtocolTCP, "http",
 			ep{ip: "10.10.0.11", node: testNode, ready: true}, ep{ip: "10.10.0.12", node: testNode, ready: true}))
 	}
-	cs := fake.NewSimpleClientset(objs...)
-	opts := Options{NodeName: testNode, Round: 1, ProxyLoadBalancerIPs: true, MinSyncInterval: 100 * time.Millisecond, FullSyncPeriod: time.Minute}
-	p, err := New(opts, l.OF)
-	if err != nil {
-		t.Fatal(err)
-	}
-	runCtx, stop := context.WithCancel(ctx)
-	done := make(chan error, 1)
-	go func() { done <- p.Run(runCtx, cs) }()
-	defer func() { stop(); <-done }()
+	p := runOnLab(ctx, t, l, true, objs...)
 	waitFor(t, 20*time.Second, "both Services installed", func() bool { return len(p.Services()) == 2 })
 
 	for _, target := range []struct{ name, addr string }{
@@ -76,6 +67,22 @@ func TestIntegrationRealOVS(t *testing.T) {
 	if _, _, err := l.Dial(ctx, client, "172.18.0.101:80", 500*time.Millisecond); err == nil {
 		t.Error("a connection to the Proxy-mode LB IP was answered, but nothing on this bridge may intercept it")
 	}
+}
+
+// runOnLab runs a proxier of this test node on l's bridge, fed by a fake clientset holding objs,
+// until the test ends.
+func runOnLab(ctx context.Context, t *testing.T, l *lab.Lab, proxyLBIPs bool, objs ...runtime.Object) *Proxier {
+	t.Helper()
+	opts := Options{NodeName: testNode, Round: 1, ProxyLoadBalancerIPs: proxyLBIPs, MinSyncInterval: 100 * time.Millisecond, FullSyncPeriod: time.Minute}
+	p, err := New(opts, l.OF)
+	if err != nil {
+		t.Fatal(err)
+	}
+	runCtx, stop := context.WithCancel(ctx)
+	done := make(chan error, 1)
+	go func() { done <- p.Run(runCtx, fake.NewSimpleClientset(objs...)) }()
+	t.Cleanup(func() { stop(); <-done })
+	return p
 }
 
 // waitFor polls cond until it holds or the deadline passes; the failure names what never

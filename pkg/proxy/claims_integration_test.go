@@ -10,7 +10,6 @@ import (
 
 	of "github.com/antrea-proxy/antrea-proxy/pkg/ovs/openflow"
 	"github.com/antrea-proxy/antrea-proxy/pkg/pipeline"
-	"github.com/antrea-proxy/antrea-proxy/test/lab"
 )
 
 // TestIntegrationClaimsRealOVS is the measured bypass on a real userspace OVS: Service "victim"
@@ -19,12 +18,9 @@ import (
 // backend pod2. Every connection from a pod to the ClusterIP must reach pod1; the attacker
 // shows FlowConflict naming the victim.
 func TestIntegrationClaimsRealOVS(t *testing.T) {
-	l := lab.New(t)
+	l, client := clientAndTwoPods(t)
 	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
 	defer cancel()
-	client := l.AddHost(t, "cli", "10.10.0.10")
-	l.AddPod(t, "pod1", "10.10.0.11", 8080)
-	l.AddPod(t, "pod2", "10.10.0.12", 8080)
 	// The client is a local pod (what the CNI server's classifier flow says of a pod's port):
 	// the eTP=Local entries for pods are the ones above the ClusterIP's flow.
 	classify := of.Flow{Table: pipeline.TableClassifier, Priority: pipeline.PriorityNormal, Match: of.Match{InPort: client.Veth.OFPort},

@@ -148,7 +148,10 @@ func proxyOptions(ctx context.Context, cfg *config.AgentConfig, db *ovsdb.Client
 		NodePortAddresses:    prefixes,
 		MinSyncInterval:      ap.MinSyncInterval.Duration,
 		FullSyncPeriod:       ap.FullSyncPeriod.Duration,
+		ExternalIPCIDRs:      ap.ExternalIPPrefixes(),
 	}
+	// No ExternalIP or LB IP may be one of the agent's virtual addresses (either family).
+	opts.NodePortVirtualIPs, opts.ServiceVirtualIPs = cfg.NodeNetwork.VirtualIPs()
 	// The host gateway is optional: without it, external connections are not SNATed.
 	if port, err := db.GetOFPort(ctx, cfg.HostGateway); err == nil {
 		opts.GatewayOFPort = uint32(port)
@@ -228,5 +231,8 @@ func Run(ctx context.Context, cfg *config.AgentConfig, client kubernetes.Interfa
 		return nil
 	}
 	c.observers.start(ctx, cfg)
+	if _, err := WatchServiceCIDRs(ctx, client, factory, c.Proxier); err != nil {
+		return err
+	}
 	return c.Proxier.RunWithInformers(ctx, factory)
 }

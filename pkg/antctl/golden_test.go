@@ -130,7 +130,7 @@ func TestTableCells(t *testing.T) {
 	require.Equal(t, "<unknown>", age("", now))
 }
 
-// problemMap is a servicemap with a quarantined Service and a conflict loser (the agent API's
+// problemMap is a servicemap with a quarantined Service, a conflict loser and a refused address (the agent API's
 // side is pkg/agent/apiserver's TestServiceMapProblems).
 func problemMap() apiv1.ServiceMap {
 	item := func(ns, name string, port uint16, p *apiv1.Problem) apiv1.ServicePort {
@@ -145,7 +145,9 @@ func problemMap() apiv1.ServiceMap {
 		item("default", "rejected", 80, &apiv1.Problem{Reason: apiv1.ProblemOVSRejected,
 			Message: "OFPBAC_BAD_SET_ARGUMENT: ct(nat(dst=10.10.0.5:8080)) rejected", Since: ts(-5 * time.Minute), Retries: 3, NextRetry: ts(8 * time.Second)}),
 		item("prod", "loser", 80, &apiv1.Problem{Reason: apiv1.ProblemFlowConflict,
-			Message: "tcp,nw_dst=10.96.0.10,tp_dst=80 is programmed for default/ok", Since: ts(-42 * time.Second)}),
+			Message: "externalIP 10.96.0.10:80/TCP is claimed by default/ok (its ClusterIP)", Since: ts(-42 * time.Second)}),
+		item("prod", "refused", 80, &apiv1.Problem{Reason: apiv1.ProblemAddressRefused,
+			Message: "externalIP 127.0.0.1 is refused: a loopback address", Since: ts(-42 * time.Second)}),
 	}}
 }
 
@@ -159,7 +161,8 @@ func TestGoldenServiceMapProblems(t *testing.T) {
 	}
 	require.Equal(t, "OVSRejected(retries=3, next in 8s)", problemCell(problemMap().Items[1].Problem, false, now))
 	require.Equal(t, "FlowConflict", problemCell(problemMap().Items[2].Problem, false, now))
-	require.Equal(t, "FlowConflict: tcp,nw_dst=10.96.0.10,tp_dst=80 is programmed for default/ok (since 42s)",
+	require.Equal(t, "FlowConflict: externalIP 10.96.0.10:80/TCP is claimed by default/ok (its ClusterIP) (since 42s)",
 		problemCell(problemMap().Items[2].Problem, true, now))
+	require.Equal(t, "AddressRefused", problemCell(problemMap().Items[3].Problem, false, now))
 	require.Equal(t, "", problemCell(nil, true, now))
 }

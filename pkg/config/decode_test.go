@@ -37,6 +37,7 @@ antreaProxy:
   enable: false
   proxyAll: true
   nodePortAddresses: ["192.168.0.0/16", "fd00:10::/64"]
+  externalIPCIDRs: ["192.0.2.0/24", "2001:db8::/64"]
   skipServices:
   - kube-system/kube-dns
   - 10.96.0.10
@@ -62,6 +63,7 @@ ovsOpenFlowBackend: ofctl
 			Enable:               ptr(false),
 			ProxyAll:             true,
 			NodePortAddresses:    []string{"192.168.0.0/16", "fd00:10::/64"},
+			ExternalIPCIDRs:      []string{"192.0.2.0/24", "2001:db8::/64"},
 			SkipServices:         []string{"kube-system/kube-dns", "10.96.0.10"},
 			ProxyLoadBalancerIPs: ptr(false),
 			ServiceProxyName:     "my-proxy",
@@ -251,7 +253,7 @@ func TestExampleFileLoads(t *testing.T) {
 	for _, key := range []string{"kubeconfig", "nodeName", "ovsBridge", "ovsDatapathType", "ovsRunDir", "hostGateway", "apiSocket", "apiTCPAddress", "apiTokenFile"} {
 		require.Contains(t, string(data), "\n"+key+":", "top-level option %q", key)
 	}
-	for _, key := range []string{"enable", "proxyAll", "nodePortAddresses", "skipServices", "proxyLoadBalancerIPs", "serviceProxyName", "minSyncInterval", "fullSyncPeriod"} {
+	for _, key := range []string{"enable", "proxyAll", "nodePortAddresses", "externalIPCIDRs", "skipServices", "proxyLoadBalancerIPs", "serviceProxyName", "minSyncInterval", "fullSyncPeriod"} {
 		require.Contains(t, string(data), "\n  "+key+":", "antreaProxy option %q", key)
 	}
 }
@@ -288,6 +290,7 @@ func TestMarshalRoundTrip(t *testing.T) {
 				Enable:               ptr(false),
 				ProxyAll:             true,
 				NodePortAddresses:    []string{"10.0.0.0/8", "fd00::/64"},
+				ExternalIPCIDRs:      []string{"198.51.100.0/24"},
 				SkipServices:         []string{"kube-system/kube-dns", "10.96.0.10", "fd00::a"},
 				ProxyLoadBalancerIPs: ptr(false),
 				ServiceProxyName:     "yes", // must stay a string, not become a YAML boolean
@@ -315,6 +318,7 @@ func TestMarshalOutput(t *testing.T) {
 	require.NoError(t, err)
 	want := `antreaProxy:
   enable: true
+  externalIPCIDRs: []
   fullSyncPeriod: 30s
   healthzBindAddress: 0.0.0.0:10256
   loadBalancerClass: antrea-proxy.io/lb

@@ -47,6 +47,9 @@ func (c *AgentConfig) DefaultsFrom(env Env) {
 	if p.NodePortAddresses == nil {
 		p.NodePortAddresses = []string{}
 	}
+	if p.ExternalIPCIDRs == nil {
+		p.ExternalIPCIDRs = []string{}
+	}
 	if p.SkipServices == nil {
 		p.SkipServices = []string{}
 	}

@@ -20,6 +20,7 @@ func TestDefaults(t *testing.T) {
 		AntreaProxy: AntreaProxyConfig{
 			Enable:               ptr(true),
 			NodePortAddresses:    []string{},
+			ExternalIPCIDRs:      []string{},
 			SkipServices:         []string{},
 			ProxyLoadBalancerIPs: ptr(true),
 			MinSyncInterval:      dur(time.Second),
@@ -49,6 +50,7 @@ func TestDefaultsKeepSetValues(t *testing.T) {
 			Enable:               ptr(false),
 			ProxyAll:             true,
 			NodePortAddresses:    []string{"10.0.0.0/8"},
+			ExternalIPCIDRs:      []string{"192.0.2.0/24"},
 			SkipServices:         []string{"kube-system/kube-dns"},
 			ProxyLoadBalancerIPs: ptr(false),
 			ServiceProxyName:     "mine",

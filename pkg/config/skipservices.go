@@ -80,6 +80,23 @@ func (p AntreaProxyConfig) NodePortPrefixes() ([]netip.Prefix, error) {
 	return out, nil
 }
 
+// ExternalIPPrefixes returns externalIPCIDRs as masked, unmapped prefixes; an empty result means
+// "any externalIP". Call it on a validated config (an invalid entry is skipped).
+func (p AntreaProxyConfig) ExternalIPPrefixes() []netip.Prefix {
+	var out []netip.Prefix
+	for _, s := range p.ExternalIPCIDRs {
+		pfx, err := netip.ParsePrefix(s)
+		if err != nil {
+			continue
+		}
+		if a := pfx.Addr(); a.Is4In6() && pfx.Bits() >= 96 {
+			pfx = netip.PrefixFrom(a.Unmap(), pfx.Bits()-96)
+		}
+		out = append(out, pfx.Masked())
+	}
+	return out
+}
+
 // parseSkipService parses one skipServices entry; exactly one of the results
 // is set on success. IPs are unmapped (::ffff:10.0.0.1 becomes 10.0.0.1).
 func parseSkipService(s string) (types.NamespacedName, netip.Addr, error) {

@@ -2,6 +2,7 @@ package config
 
 import (
 	"net/netip"
+	"slices"
 	"testing"
 
 	"github.com/google/go-cmp/cmp"
@@ -100,4 +101,16 @@ func TestNodePortPrefixes(t *testing.T) {
 		`nodePortAddresses[1]: "x" is not a valid CIDR`,
 		`nodePortAddresses[2]: "10.0.0.0/33" is not a valid CIDR`,
 	}, errorLines(err))
+}
+
+func TestExternalIPPrefixes(t *testing.T) {
+	p := AntreaProxyConfig{ExternalIPCIDRs: []string{"192.0.2.1/24", "::ffff:198.51.100.0/120", "2001:db8::1/64"}}
+	got := p.ExternalIPPrefixes()
+	want := []netip.Prefix{netip.MustParsePrefix("192.0.2.0/24"), netip.MustParsePrefix("198.51.100.0/24"), netip.MustParsePrefix("2001:db8::/64")}
+	if !slices.Equal(got, want) {
+		t.Errorf("ExternalIPPrefixes() = %v, want %v", got, want)
+	}
+	if got := (AntreaProxyConfig{}).ExternalIPPrefixes(); len(got) != 0 {
+		t.Errorf("unset: %v", got)
+	}
 }

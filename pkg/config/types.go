@@ -100,6 +100,11 @@ type AntreaProxyConfig struct {
 	// NodePortAddresses lists the CIDRs whose node IPs serve NodePorts;
 	// empty means all node IPs. See NodePortPrefixes.
 	NodePortAddresses []string `json:"nodePortAddresses"`
+	// ExternalIPCIDRs, when not empty, lists the CIDRs Service externalIPs may come from:
+	// an externalIP outside all of them is refused (never programmed, reported as the
+	// Service's AddressRefused problem). Empty (the default) allows any externalIP that is not
+	// refused otherwise. See ExternalIPPrefixes.
+	ExternalIPCIDRs []string `json:"externalIPCIDRs"`
 	// SkipServices lists Services the proxy ignores, each "namespace/name"
 	// or a ClusterIP (IPv4 or IPv6). See ParseSkipServices.
 	SkipServices []string `json:"skipServices"`

@@ -87,6 +87,11 @@ func (p *AntreaProxyConfig) validate(path string) []error {
 			errs = append(errs, fieldErr(fmt.Sprintf("%s.nodePortAddresses[%d]", path, i), "%q is not a valid CIDR", s))
 		}
 	}
+	for i, s := range p.ExternalIPCIDRs {
+		if _, err := netip.ParsePrefix(s); err != nil {
+			errs = append(errs, fieldErr(fmt.Sprintf("%s.externalIPCIDRs[%d]", path, i), "%q is not a valid CIDR", s))
+		}
+	}
 	for i, s := range p.SkipServices {
 		if _, _, err := parseSkipService(s); err != nil {
 			errs = append(errs, fieldErr(fmt.Sprintf("%s.skipServices[%d]", path, i), "%v", err))

@@ -107,6 +107,7 @@ func TestValidateAcceptsEdgeValues(t *testing.T) {
 	c.OVSBridge = "br-0123456789ab" // 15 characters
 	c.OVSDatapathType = DatapathNetdev
 	c.AntreaProxy.NodePortAddresses = []string{"10.0.0.1/24", "fd00::/64", "0.0.0.0/0"}
+	c.AntreaProxy.ExternalIPCIDRs = []string{"192.0.2.1/24", "::ffff:198.51.100.0/120"}
 	c.AntreaProxy.SkipServices = []string{"kube-system/kube-dns", "10.96.0.10", "fd00::a", "::ffff:10.0.0.1"}
 	c.AntreaProxy.MinSyncInterval = dur(5 * time.Second)
 	c.AntreaProxy.FullSyncPeriod = dur(5 * time.Second)
@@ -129,6 +130,7 @@ func TestValidateReportsEverything(t *testing.T) {
 	c.OVSDatapathType = "foo"
 	c.OVSBridge = "a-very-long-bridge"
 	c.AntreaProxy.NodePortAddresses = []string{"10.0.0.0/33", "fd00::/64", "bogus"}
+	c.AntreaProxy.ExternalIPCIDRs = []string{"192.0.2.0/24", "192.0.2.1", "2001:db8::/129"}
 	c.AntreaProxy.SkipServices = []string{"a/b/c", "ns/name"}
 	c.AntreaProxy.MinSyncInterval = dur(-1)
 	err := c.Validate()
@@ -138,6 +140,8 @@ func TestValidateReportsEverything(t *testing.T) {
 		`ovsDatapathType: "foo" must be "system" or "netdev"`,
 		`antreaProxy.nodePortAddresses[0]: "10.0.0.0/33" is not a valid CIDR`,
 		`antreaProxy.nodePortAddresses[2]: "bogus" is not a valid CIDR`,
+		`antreaProxy.externalIPCIDRs[1]: "192.0.2.1" is not a valid CIDR`,
+		`antreaProxy.externalIPCIDRs[2]: "2001:db8::/129" is not a valid CIDR`,
 		`antreaProxy.skipServices[0]: "a/b/c" is neither "namespace/name" nor an IP address`,
 		"antreaProxy.minSyncInterval: must be > 0, got -1ns",
 	}

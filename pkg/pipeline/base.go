@@ -31,6 +31,13 @@ type NodeConfig struct {
 	// NodeName and Zone (the node's topology.kubernetes.io/zone label) drive topology-aware
 	// routing.
 	NodeName, Zone string
+	// ServiceCIDRs are the cluster's ServiceCIDRs: a new connection to an address inside one
+	// that no Service port claimed is dropped (ServiceLB, PriorityServiceCIDR), as kube-proxy
+	// drops traffic to unallocated ClusterIPs, instead of leaving the node. Empty: none known.
+	ServiceCIDRs []netip.Prefix
+	// ExemptClusterIPs are the ClusterIPs of Services the proxier skips (skipServices, another
+	// proxy's label): their new connections continue as to any address, above that drop.
+	ExemptClusterIPs []netip.Addr
 }
 
 // family is one IP family's constants.
@@ -142,6 +149,7 @@ func BaseFlows(n NodeConfig) []of.Flow {
 		flows = append(flows, of.Flow{Table: TableServiceLB, Priority: PriorityOtherPortICMP, Cookie: c,
 			Match: of.Match{EthType: f.ethType, IPProto: f.icmp}, Actions: []of.Action{of.GotoTable{Table: TableConntrackCommit}}})
 	}
+	flows = append(flows, serviceCIDRFlows(n, c)...)
 	for _, a := range n.NodePortAddresses {
 		f := familyOf(a)
 		if (f == familyV4 && !n.IPv4) || (f == familyV6 && !n.IPv6) {

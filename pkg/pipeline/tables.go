@@ -153,5 +153,11 @@ const (
 	// PriorityOtherPort rejects new connections to a ClusterIP on a port its Service does not
 	// define (ServiceLB), below every flow of a Service port.
 	PriorityOtherPort uint16 = 100
-	PriorityMiss      uint16 = 0
+	// PriorityServiceCIDRExempt lets new connections to a skipped Service's ClusterIP continue
+	// as to any address (ServiceLB), above PriorityServiceCIDR.
+	PriorityServiceCIDRExempt uint16 = 95
+	// PriorityServiceCIDR drops new connections to an address inside a ServiceCIDR that no
+	// Service port claimed (ServiceLB), below the ClusterIPs' other-port rejects.
+	PriorityServiceCIDR uint16 = 90
+	PriorityMiss        uint16 = 0
 )

@@ -27,6 +27,11 @@ func (p *Proxier) commit(in *syncInput, pl *plan, rejected map[types.NamespacedN
 	for _, nn := range pl.included {
 		p.dirty.Delete(nn)
 		delete(p.quarantine, nn)
+		if is := in.issues[nn]; len(is) > 0 {
+			p.addrIssues[nn] = is
+		} else {
+			delete(p.addrIssues, nn)
+		}
 		old := p.status[nn]
 		if len(pl.newOwners[nn]) == 0 {
 			delete(p.svcOwners, nn)
@@ -53,6 +58,10 @@ func (p *Proxier) commit(in *syncInput, pl *plan, rejected map[types.NamespacedN
 			p.portsGen++
 		}
 		p.nodePortAddrs = in.nodePortAddrs
+		if !slices.Equal(p.committedCIDRs, in.cidrs) {
+			p.portsGen++
+		}
+		p.committedCIDRs = in.cidrs
 	}
 	if p.nodeGen == in.nodeGen {
 		p.baseDirty = false

@@ -57,6 +57,8 @@ type svcJob struct {
 	nn     types.NamespacedName
 	slices []*discovery.EndpointSlice
 	want   []desired // nil: the Service is gone, skipped or has no port served
+	// issues are the addresses the Service asked for and does not get (filterPorts).
+	issues []addrIssue
 }
 
 // newComputation starts a sync's computation on node, the sync's node snapshot.
@@ -77,8 +79,12 @@ func (c *computation) prepare(nn types.NamespacedName) {
 	j := svcJob{nn: nn}
 	if svc := p.services[nn]; svc != nil {
 		if skip, _ := model.ShouldSkipService(svc, p.opts.ServiceProxyName, p.opts.Skip); !skip {
-			j.want = c.owners(nn, svc.CreationTimestamp.Time, model.ServicePortsFromService(svc, model.ConvertOptions{
-				ProxyLoadBalancerIPs: p.opts.ProxyLoadBalancerIPs, Served: c.served, NodeName: p.opts.NodeName}))
+			ports := model.ServicePortsFromService(svc, model.ConvertOptions{
+				ProxyLoadBalancerIPs: p.opts.ProxyLoadBalancerIPs, Served: c.served, NodeName: p.opts.NodeName})
+			// Refused addresses and tuples another Service owns are left out before any flow is
+			// built: the Service gets no flow of any variant for them.
+			j.issues = filterPorts(nn, ports, p.addrPolicy(), p.claims)
+			j.want = c.owners(nn, svc.CreationTimestamp.Time, ports)
 			if len(j.want) > 0 {
 				j.slices = p.track.Endpoints.SlicesFor(nn)
 			}

@@ -12,6 +12,9 @@ import (
 	v1 "k8s.io/api/core/v1"
 	discovery "k8s.io/api/discovery/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/util/sets"
+
+	"github.com/antrea-proxy/antrea-proxy/pkg/proxy/model"
 )
 
 var update = flag.Bool("update", false, "rewrite the golden files in testdata/")
@@ -73,6 +76,8 @@ type goldenCase struct {
 	svc    *v1.Service
 	slices func(svc *v1.Service) []*discovery.EndpointSlice
 	opts   func(*Options)
+	// cidrs are the ServiceCIDRs set (SetServiceCIDRs) before the sync.
+	cidrs []netip.Prefix
 }
 
 // twoEndpointSlices gives every port one endpoint on this node and one on another.
@@ -119,6 +124,12 @@ func goldenCases() []goldenCase {
 				return []*discovery.EndpointSlice{s}
 			},
 			opts: func(o *Options) { o.Families.IPv6 = true; o.GatewayIPv6 = netip.MustParseAddr("fd00:10::1") }},
+		{name: "service-cidrs", svc: makeService("ns1", "web", "10.96.0.10"),
+			cidrs: []netip.Prefix{netip.MustParsePrefix("10.96.0.0/16"), netip.MustParsePrefix("fd00:96::/112")},
+			opts: func(o *Options) {
+				o.Families.IPv6, o.GatewayIPv6 = true, netip.MustParseAddr("fd00:10::1")
+				o.Skip = model.SkipSet{IPs: sets.New(netip.MustParseAddr("10.96.0.11"))}
+			}},
 		{name: "topology-zone-hints", svc: makeService("ns1", "web", "10.96.0.10"),
 			slices: func(svc *v1.Service) []*discovery.EndpointSlice {
 				s := makeSlice("ns1", "web", "web-1", 8080, tcp, "http", twoEndpoints()...)
@@ -158,6 +169,9 @@ func installGoldenCaseOn(t *testing.T, tc goldenCase, h *harness) *harness {
 			{Type: v1.NodeInternalIP, Address: "192.168.77.10"}, {Type: v1.NodeInternalIP, Address: "fd00:77::10"},
 		}},
 	})
+	if tc.cidrs != nil {
+		h.p.SetServiceCIDRs(tc.cidrs)
+	}
 	h.addService(tc.svc)
 	slices := twoEndpointSlices
 	if tc.slices != nil {

@@ -22,6 +22,9 @@ type svcInputs struct {
 	slices uint64
 	// node is the generation of the node-level inputs of Service flows (svcNodeInputs).
 	node uint64
+	// claims is the generation of the Service's claims outcome (which of its tuples it owns,
+	// which addresses are refused): it moves when another Service or the ServiceCIDRs change it.
+	claims uint64
 }
 
 // svcNodeInputs are the node-level inputs of every Service's flows: the IP families served,
@@ -35,7 +38,7 @@ type svcNodeInputs struct {
 
 // inputsOf returns nn's inputs as of now (on the sync goroutine).
 func (p *Proxier) inputsOf(nn types.NamespacedName) svcInputs {
-	return svcInputs{svc: p.services[nn], slices: p.track.Endpoints.Generation(nn), node: p.svcNodeGen}
+	return svcInputs{svc: p.services[nn], slices: p.track.Endpoints.Generation(nn), node: p.svcNodeGen, claims: p.claimGen[nn]}
 }
 
 // noteNodeInputs takes this sync's node-level Service inputs and reports whether they differ from

@@ -19,12 +19,9 @@ import (
 // node data path's job). A ClusterIP, a NodePort and a VIP-mode LB IP reach both endpoints; a
 // Proxy-mode LB IP gets no flow and is not intercepted.
 func TestIntegrationRealOVS(t *testing.T) {
-	l := lab.New(t)
+	l, client := clientAndTwoPods(t)
 	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
 	defer cancel()
-	client := l.AddHost(t, "cli", "10.10.0.10")
-	l.AddPod(t, "pod1", "10.10.0.11", 8080)
-	l.AddPod(t, "pod2", "10.10.0.12", 8080)
 
 	node := &v1.Node{ObjectMeta: metav1.ObjectMeta{Name: testNode},
 		Status: v1.NodeStatus{Addresses: []v1.NodeAddress{{Type: v1.NodeInternalIP, Address: "192.168.77.10"}}}}
@@ -36,16 +33,7 @@ func TestIntegrationRealOVS(t *testing.T) {
 		objs = append(objs, makeSlice("default", svc, svc+"-1", 8080, v1.ProtocolTCP, "http",
 			ep{ip: "10.10.0.11", node: testNode, ready: true}, ep{ip: "10.10.0.12", node: testNode, ready: true}))
 	}
-	cs := fake.NewSimpleClientset(objs...)
-	opts := Options{NodeName: testNode, Round: 1, ProxyLoadBalancerIPs: true, MinSyncInterval: 100 * time.Millisecond, FullSyncPeriod: time.Minute}
-	p, err := New(opts, l.OF)
-	if err != nil {
-		t.Fatal(err)
-	}
-	runCtx, stop := context.WithCancel(ctx)
-	done := make(chan error, 1)
-	go func() { done <- p.Run(runCtx, cs) }()
-	defer func() { stop(); <-done }()
+	p := runOnLab(ctx, t, l, true, objs...)
 	waitFor(t, 20*time.Second, "both Services installed", func() bool { return len(p.Services()) == 2 })
 
 	for _, target := range []struct{ name, addr string }{
@@ -76,6 +64,33 @@ func TestIntegrationRealOVS(t *testing.T) {
 	if _, _, err := l.Dial(ctx, client, "172.18.0.101:80", 500*time.Millisecond); err == nil {
 		t.Error("a connection to the Proxy-mode LB IP was answered, but nothing on this bridge may intercept it")
 	}
+}
+
+// clientAndTwoPods is the real-OVS tests' lab: a client host cli (10.10.0.10) and echo pods
+// pod1 (10.10.0.11) and pod2 (10.10.0.12) on port 8080.
+func clientAndTwoPods(t *testing.T) (*lab.Lab, *lab.Host) {
+	t.Helper()
+	l := lab.New(t)
+	client := l.AddHost(t, "cli", "10.10.0.10")
+	l.AddPod(t, "pod1", "10.10.0.11", 8080)
+	l.AddPod(t, "pod2", "10.10.0.12", 8080)
+	return l, client
+}
+
+// runOnLab runs a proxier of this test node on l's bridge, fed by a fake clientset holding objs,
+// until the test ends.
+func runOnLab(ctx context.Context, t *testing.T, l *lab.Lab, proxyLBIPs bool, objs ...runtime.Object) *Proxier {
+	t.Helper()
+	opts := Options{NodeName: testNode, Round: 1, ProxyLoadBalancerIPs: proxyLBIPs, MinSyncInterval: 100 * time.Millisecond, FullSyncPeriod: time.Minute}
+	p, err := New(opts, l.OF)
+	if err != nil {
+		t.Fatal(err)
+	}
+	runCtx, stop := context.WithCancel(ctx)
+	done := make(chan error, 1)
+	go func() { done <- p.Run(runCtx, fake.NewSimpleClientset(objs...)) }()
+	t.Cleanup(func() { stop(); <-done })
+	return p
 }
 
 // waitFor polls cond until it holds or the deadline passes; the failure names what never

@@ -38,6 +38,13 @@ type Options struct {
 	// NodePortAddresses restricts NodePorts to node addresses inside these prefixes; empty means
 	// every node address.
 	NodePortAddresses []netip.Prefix
+	// NodePortVirtualIPs and ServiceVirtualIPs are the agent's virtual addresses of both
+	// families (config.NodeNetworkConfig.VirtualIPs): no ExternalIP or LB IP may be one. When
+	// both are nil, the configuration's defaults.
+	NodePortVirtualIPs, ServiceVirtualIPs []netip.Addr
+	// ExternalIPCIDRs is antreaProxy.externalIPCIDRs: when not empty, ExternalIPs outside them
+	// are refused (model.AddrPolicy).
+	ExternalIPCIDRs []netip.Prefix
 	// Families are the IP families served; when neither is set, they follow this Node's
 	// podCIDRs (else its InternalIPs).
 	Families model.Families
@@ -61,6 +68,9 @@ func (o *Options) defaults() {
 	}
 	if o.FullSyncPeriod == 0 {
 		o.FullSyncPeriod = config.DefaultFullSyncPeriod
+	}
+	if o.NodePortVirtualIPs == nil && o.ServiceVirtualIPs == nil {
+		o.NodePortVirtualIPs, o.ServiceVirtualIPs = config.NodeNetworkConfig{}.VirtualIPs()
 	}
 	if o.Clock == nil {
 		o.Clock = clock.RealClock{}

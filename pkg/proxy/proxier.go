@@ -69,6 +69,15 @@ type Proxier struct {
 	staleCurrent []of.Op  // deletes of flows already in this round, first in the first bundle
 	staleGroups  []uint32 // group IDs earlier runs' flows use, deleted by the first bundle
 	retry        *retryTimer
+	// claims decides which Service owns each (family, address, protocol, port) (claims.go);
+	// claimGen is each Service's claims generation (an input of its computation, svcInputs).
+	claims   *claimIndex
+	claimGen map[types.NamespacedName]uint64
+	// syncCIDRs are this sync's ServiceCIDRs (of generation syncCIDRGen); exempt the
+	// ClusterIPs of skipped Services, which pass the ServiceCIDR drop.
+	syncCIDRs   []netip.Prefix
+	syncCIDRGen uint64
+	exempt      map[types.NamespacedName][]netip.Addr
 
 	// mu guards everything below. The state is written only under mu by the syncSem holder,
 	// which may read it without mu.
@@ -78,10 +87,17 @@ type Proxier struct {
 	// peers are the other Nodes' InternalIPs, by Node name (pipeline.NodeConfig.PeerNodeIPs).
 	peers     map[string][]netip.Addr
 	baseDirty bool
-	state     *flowState
-	svcOwners map[types.NamespacedName][]owner
-	status    map[types.NamespacedName]*serviceStatus
-	problems  map[types.NamespacedName]*ServiceProblem
+	// serviceCIDRs are the ServiceCIDRs last set (SetServiceCIDRs), cidrGen their generation;
+	// committedCIDRs those of the committed node-level flows (ServiceCIDRs).
+	serviceCIDRs   []netip.Prefix
+	cidrGen        uint64
+	committedCIDRs []netip.Prefix
+	// addrIssues are the addresses each committed Service asked for and does not get.
+	addrIssues map[types.NamespacedName][]addrIssue
+	state      *flowState
+	svcOwners  map[types.NamespacedName][]owner
+	status     map[types.NamespacedName]*serviceStatus
+	problems   map[types.NamespacedName]*ServiceProblem
 	// applySeq is odd while a bundle is being applied and not yet committed (Verify).
 	applySeq uint64
 	// nodePortAddrs are the NodePort addresses of the committed base flows (NodePortAddresses).
@@ -119,6 +135,10 @@ func New(opts Options, bridge of.Bridge) (*Proxier, error) {
 		svcOwners:       map[types.NamespacedName][]owner{},
 		status:          map[types.NamespacedName]*serviceStatus{},
 		problems:        map[types.NamespacedName]*ServiceProblem{},
+		claims:          newClaimIndex(),
+		claimGen:        map[types.NamespacedName]uint64{},
+		exempt:          map[types.NamespacedName][]netip.Addr{},
+		addrIssues:      map[types.NamespacedName][]addrIssue{},
 	}
 	p.state = newFlowState(p.rankOwners)
 	p.runner = newRunner(p.syncOnce, opts.MinSyncInterval, opts.FullSyncPeriod, opts.Clock)

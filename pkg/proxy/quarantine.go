@@ -15,8 +15,10 @@ const (
 	// ProblemOVSRejected: OVS rejected one of the Service's ops; it is quarantined (keeps what it
 	// had installed) and retried with backoff while every other Service keeps syncing.
 	ProblemOVSRejected = "OVSRejected"
-	// ProblemFlowConflict: another Service, created earlier (ties: by namespace/name), wants
-	// the same flow match with other actions and owns it.
+	// ProblemFlowConflict: another Service owns a (family, address, protocol, port) the Service
+	// asks for (claims.go: a ClusterIP before an ExternalIP, LB IP or NodePort, then the
+	// Service created first, ties by namespace/name), or, as a last line of defence, wants the
+	// same flow match with other actions.
 	ProblemFlowConflict = "FlowConflict"
 )
 
@@ -115,12 +117,24 @@ func (p *Proxier) updateProblems(now time.Time) []serviceEvent {
 		sort.Strings(msgs)
 		next[nn] = &ServiceProblem{Reason: ProblemFlowConflict, Message: msgs[0], Since: now}
 	}
+	// Addresses refused or owned by another Service (decided before the flows were built)
+	// name what the Service asked for; a contested flow key left over is appended.
+	for nn, issues := range p.addrIssues {
+		if pr := next[nn]; pr != nil && pr.Reason == ProblemOVSRejected {
+			continue
+		}
+		reason, msg := issuesProblem(issues)
+		if pr := next[nn]; pr != nil {
+			reason, msg = ProblemFlowConflict, msg+"; "+pr.Message
+		}
+		next[nn] = &ServiceProblem{Reason: reason, Message: msg, Since: now}
+	}
 	var events []serviceEvent
 	for nn, pr := range next {
 		// A quarantined Service failing its retry again raises no new event.
 		old := p.problems[nn]
 		if old != nil && old.Reason == pr.Reason && (old.Message == pr.Message || pr.Reason == ProblemOVSRejected) {
-			if pr.Reason == ProblemFlowConflict {
+			if pr.Reason != ProblemOVSRejected {
 				pr.Since = old.Since
 			}
 			continue

@@ -38,6 +38,14 @@ type EndpointCounts struct {
 }
 
 // ServiceStatus is the installed state of one Service.
+//
+// Its ports list only what the proxier programs: an ExternalIP that is refused
+// (model.AddrPolicy) or whose (address, protocol, port) another Service owns (claims.go) is
+// removed from Port.ExternalIPs; such an LB ingress stays listed with Decision.Program false and
+// Reason model.ReasonSkippedRefused or "skipped: claimed by <ns/name>"; a NodePort another
+// Service owns is 0. Problem names every address left out (AddressRefused, FlowConflict). The
+// agent derives the host's capture of Service traffic (routes, NodePort rules, announced LB IPs)
+// from these ports, so it never captures what OVS does not serve.
 type ServiceStatus struct {
 	Name     types.NamespacedName
 	Ports    []PortStatus
@@ -48,8 +56,9 @@ type ServiceStatus struct {
 
 // ServiceProblem says why a Service is not programmed as it asks.
 type ServiceProblem struct {
-	// Reason is ProblemOVSRejected or ProblemFlowConflict; Message the details (OVS's error,
-	// or which Service owns the contested match).
+	// Reason is ProblemOVSRejected, ProblemFlowConflict or ProblemAddressRefused; Message the
+	// details (OVS's error, the addresses the Service lacks and why, or which Service owns a
+	// contested flow match).
 	Reason, Message string
 	// Since is when the problem appeared.
 	Since time.Time
@@ -126,8 +135,8 @@ func samePorts(a, b []PortStatus) bool {
 
 // PortsGeneration returns a number that changes whenever a sync changes what Services reports of
 // the Service ports themselves (a Service port added, removed or redefined: its addresses,
-// NodePort, LB ingress decisions, policies) or what NodePortAddresses returns; endpoint changes
-// leave it alone. What is derived from those alone (the node's routes and NodePort rules, the
+// NodePort, LB ingress decisions, policies) or what NodePortAddresses or ServiceCIDRs returns;
+// endpoint changes leave it alone. What is derived from those alone (the node's routes and NodePort rules, the
 // LB IPs it announces) needs recomputing only when it changed: walking every Service after
 // every sync costs, at 30,000 Services, far more than the sync itself.
 func (p *Proxier) PortsGeneration() uint64 {

@@ -36,6 +36,8 @@ func (p *Proxier) nodeConfig() pipeline.NodeConfig {
 		PeerNodeIPs:       p.syncPeers,
 		NodeName:          p.opts.NodeName,
 		Zone:              nodeZone(p.syncNode),
+		ServiceCIDRs:      p.syncCIDRs,
+		ExemptClusterIPs:  p.exemptIPs(),
 	}
 }
 
@@ -122,6 +124,10 @@ type syncInput struct {
 	setBase       bool
 	base          []of.Flow
 	nodePortAddrs []netip.Addr
+	// cidrs are the ServiceCIDRs the base flows serve (with setBase).
+	cidrs []netip.Prefix
+	// issues are, per planned Service, the addresses it asked for and does not get.
+	issues map[types.NamespacedName][]addrIssue
 	// names are the Services planned, sorted; computed their desired state (nil = gone).
 	names    []types.NamespacedName
 	computed map[types.NamespacedName][]desired
@@ -201,6 +207,7 @@ func (p *Proxier) gather(start time.Time, full bool) *syncInput {
 	slices.SortFunc(p.syncPeers, func(a, b netip.Addr) int { return a.Compare(b) })
 	in := &syncInput{start: start, full: full, first: p.syncs == 0, nodeGen: p.nodeGen}
 	in.setBase = full || p.baseDirty || in.first
+	cidrs, cidrGen := p.serviceCIDRs, p.cidrGen
 	p.mu.Unlock()
 	in.drained = p.track.Drain()
 	for nn, ch := range in.drained.ServiceChanges {
@@ -209,6 +216,9 @@ func (p *Proxier) gather(start time.Time, full bool) *syncInput {
 		} else {
 			p.services[nn] = ch.Current
 		}
+	}
+	if p.noteAddrInputs(in.drained, cidrs, cidrGen) {
+		in.setBase = true
 	}
 	p.dirtyAll(in.drained.Services())
 	// A full resync recomputes only the Services whose inputs changed since their last
@@ -219,10 +229,11 @@ func (p *Proxier) gather(start time.Time, full bool) *syncInput {
 	}
 	n := p.nodeConfig()
 	if in.setBase {
-		in.base, in.nodePortAddrs = pipeline.BaseFlows(n), n.NodePortAddresses
+		in.base, in.nodePortAddrs, in.cidrs = pipeline.BaseFlows(n), n.NodePortAddresses, n.ServiceCIDRs
 	}
 	in.computed = make(map[types.NamespacedName][]desired, len(p.dirty))
 	in.inputs = make(map[types.NamespacedName]svcInputs, len(p.dirty))
+	in.issues = map[types.NamespacedName][]addrIssue{}
 	c := p.newComputation(n, len(p.dirty))
 	for _, nn := range sortedNames(p.dirty) {
 		if q := p.quarantine[nn]; q != nil && p.services[nn] != nil && start.Before(q.next) {
@@ -235,6 +246,9 @@ func (p *Proxier) gather(start time.Time, full bool) *syncInput {
 	in.names = c.names
 	for i, nn := range c.names {
 		in.computed[nn] = c.jobs[i].want
+		if len(c.jobs[i].issues) > 0 {
+			in.issues[nn] = c.jobs[i].issues
+		}
 	}
 	if in.first {
 		in.stale, in.staleCurrent, in.staleGroups = p.stale, p.staleCurrent, p.staleGroups

@@ -39,6 +39,7 @@ func defaultAgentConfig() *config.AgentConfig {
 		AntreaProxy: config.AntreaProxyConfig{
 			Enable:               ptr(true),
 			NodePortAddresses:    []string{},
+			ExternalIPCIDRs:      []string{},
 			SkipServices:         []string{},
 			ProxyLoadBalancerIPs: ptr(true),
 			MinSyncInterval:      config.Duration{Duration: time.Second},
@@ -57,6 +58,7 @@ antreaProxy:
   enable: false
   proxyAll: true
   nodePortAddresses: ["192.168.0.0/16", "fd00:10::/64"]
+  externalIPCIDRs: ["192.0.2.0/24"]
   skipServices: ["kube-system/kube-dns", "10.96.0.10"]
   proxyLoadBalancerIPs: false
   serviceProxyName: antrea-proxy
@@ -93,6 +95,7 @@ func TestAgentConfParsesStrictly(t *testing.T) {
 			Enable:               ptr(false),
 			ProxyAll:             true,
 			NodePortAddresses:    []string{"192.168.0.0/16", "fd00:10::/64"},
+			ExternalIPCIDRs:      []string{"192.0.2.0/24"},
 			SkipServices:         []string{"kube-system/kube-dns", "10.96.0.10"},
 			ProxyLoadBalancerIPs: ptr(false),
 			ServiceProxyName:     "antrea-proxy",

@@ -87,6 +87,15 @@ func TestAgentRBAC(t *testing.T) {
 	}, openflowtest.NewFakeBridge())
 	require.NoError(t, err)
 	ctx, cancel := context.WithCancel(context.Background())
+	// The agent watches ServiceCIDRs when the API server serves them.
+	cs.Resources = []*metav1.APIResourceList{{GroupVersion: "networking.k8s.io/v1",
+		APIResources: []metav1.APIResource{{Name: "servicecidrs", Kind: "ServiceCIDR"}}}}
+	cidrFactory := informers.NewSharedInformerFactory(cs, 0)
+	// Shutdown waits for the informers, which stop with ctx.
+	defer func() { cancel(); cidrFactory.Shutdown() }()
+	watching, err := agent.WatchServiceCIDRs(ctx, cs, cidrFactory, p)
+	require.NoError(t, err)
+	require.True(t, watching)
 	done := make(chan error, 1)
 	go func() { done <- p.Run(ctx, cs) }()
 	require.Eventually(t, func() bool {
@@ -102,7 +111,11 @@ func TestAgentRBAC(t *testing.T) {
 	require.NoError(t, <-done)
 	recordAgentWarnings(t, cs)
 
-	compareRBAC(t, "antrea-agent", grantsFor(t, r, "antrea-agent"), callsOf(cs.Actions()))
+	// Discovery (the ServiceCIDR API's presence) is open to every authenticated user.
+	actions := slices.DeleteFunc(cs.Actions(), func(a k8stesting.Action) bool {
+		return a.GetResource().Group == "" && a.GetResource().Resource == "resource"
+	})
+	compareRBAC(t, "antrea-agent", grantsFor(t, r, "antrea-agent"), callsOf(actions))
 }
 
 // recordAgentWarnings emits, twice, the Warning Event the agent records on a Service whose flows

@@ -136,6 +136,15 @@ func externalPolicyLocal(svc *v1.Service) bool {
 	return false
 }
 
+// ClusterIPs returns svc's parseable cluster IPs (spec.clusterIPs, else spec.clusterIP),
+// unmapped, in spec order, once each; nil for a nil Service.
+func ClusterIPs(svc *v1.Service) []netip.Addr {
+	if svc == nil {
+		return nil
+	}
+	return servedAddrs(clusterIPStrings(svc), DualStack)
+}
+
 // clusterIPStrings returns spec.clusterIPs, or spec.clusterIP when clusterIPs is empty.
 func clusterIPStrings(svc *v1.Service) []string {
 	if len(svc.Spec.ClusterIPs) > 0 {

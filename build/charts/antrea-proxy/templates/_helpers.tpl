@@ -47,6 +47,7 @@ antreaProxy:
   enable: {{ $p.enable }}
   proxyAll: {{ $p.proxyAll }}
   nodePortAddresses: {{ $p.nodePortAddresses | toJson }}
+  externalIPCIDRs: {{ $p.externalIPCIDRs | toJson }}
   skipServices: {{ $p.skipServices | toJson }}
   proxyLoadBalancerIPs: {{ $p.proxyLoadBalancerIPs }}
   serviceProxyName: {{ $p.serviceProxyName | quote }}

@@ -80,10 +80,12 @@ type ServicePort struct {
 	Problem *Problem `json:"problem"`
 }
 
-// Problem reasons (proxy.ProblemOVSRejected and proxy.ProblemFlowConflict).
+// Problem reasons (proxy.ProblemOVSRejected, proxy.ProblemFlowConflict and
+// proxy.ProblemAddressRefused).
 const (
-	ProblemOVSRejected  = "OVSRejected"
-	ProblemFlowConflict = "FlowConflict"
+	ProblemOVSRejected    = "OVSRejected"
+	ProblemFlowConflict   = "FlowConflict"
+	ProblemAddressRefused = "AddressRefused"
 )
 
 // Problem is what keeps a Service from being programmed as it asks.

@@ -76,6 +76,7 @@ func TestExposureOf(t *testing.T) {
 type countingSource struct {
 	gen      uint64
 	services []proxy.ServiceStatus
+	cidrs    []netip.Prefix
 	reads    int
 }
 
@@ -84,7 +85,8 @@ func (s *countingSource) NodePortAddresses() []netip.Addr { return nil }
 func (s *countingSource) SyncState() (time.Time, error, int) {
 	return time.Time{}, nil, 1
 }
-func (s *countingSource) PortsGeneration() uint64 { return s.gen }
+func (s *countingSource) ServiceCIDRs() []netip.Prefix { return s.cidrs }
+func (s *countingSource) PortsGeneration() uint64      { return s.gen }
 
 // TestSyncDoneRecomputesExposureOnlyWhenPortsChange: the first successful sync pushes the
 // exposure (even at generation 0); later syncs at the same generation (idle resyncs, endpoint
@@ -115,4 +117,9 @@ func TestSyncDoneRecomputesExposureOnlyWhenPortsChange(t *testing.T) {
 	require.Empty(t, exposed().NodePorts, "the new generation's exposure is pushed")
 	d.SyncDone(observe.SyncResult{})
 	require.Equal(t, 2, src.reads)
+
+	// The proxier's ServiceCIDRs reach the host path with its generation (one route per CIDR).
+	src.cidrs, src.gen = []netip.Prefix{netip.MustParsePrefix("10.96.0.0/16")}, 2
+	d.SyncDone(observe.SyncResult{})
+	require.Equal(t, src.cidrs, exposed().ServiceCIDRs, "the exposure carries the proxier's ServiceCIDRs")
 }

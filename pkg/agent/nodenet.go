@@ -35,8 +35,11 @@ type ServiceSource interface {
 	Services() []proxy.ServiceStatus
 	NodePortAddresses() []netip.Addr
 	SyncState() (last time.Time, err error, syncs int)
-	// PortsGeneration changes whenever Services' ports or NodePortAddresses do; the exposure
-	// is derived from those alone (proxy.Proxier.PortsGeneration).
+	// ServiceCIDRs are the cluster's ServiceCIDRs the proxier's flows use (none when the API
+	// is absent): the host routes each into OVS with one route.
+	ServiceCIDRs() []netip.Prefix
+	// PortsGeneration changes whenever Services' ports, NodePortAddresses or ServiceCIDRs do;
+	// the exposure is derived from those alone (proxy.Proxier.PortsGeneration).
 	PortsGeneration() uint64
 }
 
@@ -313,7 +316,7 @@ func (d *DataPath) exposeFrom(services ServiceSource, unlessSame bool) {
 	if unlessSame && same {
 		return
 	}
-	d.pushExposure(gen, exposureOf(services.Services(), services.NodePortAddresses(), nil)) // wired with Proxier.ServiceCIDRs()
+	d.pushExposure(gen, exposureOf(services.Services(), services.NodePortAddresses(), services.ServiceCIDRs()))
 }
 
 // pushExposure hands what the proxier installed (at its PortsGeneration gen) to the reconciler

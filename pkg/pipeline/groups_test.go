@@ -1,0 +1,136 @@
+package pipeline
+
+import (
+	"fmt"
+	"net/netip"
+	"testing"
+
+	"github.com/stretchr/testify/require"
+
+	of "github.com/antrea-proxy/antrea-proxy/pkg/ovs/openflow"
+	"github.com/antrea-proxy/antrea-proxy/pkg/ovs/openflow/native"
+	"github.com/antrea-proxy/antrea-proxy/pkg/proxy/model"
+)
+
+// manyEndpoints returns n ready endpoints of one family, none on the node.
+func manyEndpoints(n int, ipv6 bool) []model.Endpoint {
+	out := make([]model.Endpoint, n)
+	for i := range out {
+		ip := netip.AddrFrom4([4]byte{10, 64, byte((i + 1) >> 8), byte(i + 1)})
+		if ipv6 {
+			ip = netip.MustParseAddr(fmt.Sprintf("fd00:10:64::%x:%x", (i+1)>>16, (i+1)&0xffff))
+		}
+		out[i] = model.Endpoint{IP: ip, Port: 65535, NodeName: "n2", Ready: true, Serving: true}
+	}
+	return out
+}
+
+func manyNode() NodeConfig {
+	return NodeConfig{Round: 1, IPv4: true, IPv6: true, GatewayOFPort: 2, NodeName: "n1",
+		GatewayIPv4: netip.MustParseAddr("10.10.1.1"), GatewayIPv6: netip.MustParseAddr("fd00:10:1::1")}
+}
+
+func manyPort(affinity bool, proto model.Protocol) model.ServicePort {
+	p := model.ServicePort{Protocol: proto, Port: 80,
+		ClusterIPs: []netip.Addr{netip.MustParseAddr("10.96.0.10"), netip.MustParseAddr("fd00:96::10")}}
+	if affinity {
+		p.StickyMaxAgeSeconds = 10800
+	}
+	return p
+}
+
+// subIDs returns k sub-group IDs from 100 up.
+func subIDs(k int) []uint32 {
+	out := make([]uint32, k)
+	for i := range out {
+		out[i] = uint32(100 + i)
+	}
+	return out
+}
+
+// TestMaxGroupBucketsFitsOneReply renders, for every bucket kind (both families, with and
+// without session affinity, every protocol), a group of MaxGroupBuckets endpoints and a split
+// set of 20,000 endpoints, and requires each group's description, as the native encoder writes
+// it, to fit with its multipart reply header in 65535 bytes.
+func TestMaxGroupBucketsFitsOneReply(t *testing.T) {
+	const limit = 65535
+	largest, headers := 0, 0
+	for _, ipv6 := range []bool{false, true} {
+		for _, affinity := range []bool{false, true} {
+			for _, proto := range []model.Protocol{model.TCP, model.UDP, model.SCTP} {
+				name := fmt.Sprintf("ipv6=%v/affinity=%v/%s", ipv6, affinity, proto)
+				for _, n := range []int{MaxGroupBuckets, 20000} {
+					out := ServicePort(manyNode(), ServicePortInput{Port: manyPort(affinity, proto), IPv6: ipv6,
+						Endpoints: manyEndpoints(n, ipv6), GroupID: 1, SubGroupIDs: subIDs(SubGroups(n))})
+					require.Len(t, out.Groups, max(1, SubGroups(n)+1), name)
+					for _, g := range out.Groups {
+						total, bucket, err := native.GroupDescLen(g)
+						require.NoError(t, err, name)
+						require.LessOrEqual(t, native.MultipartReplyHeaderLen+total, limit,
+							"%s: group %d of %d buckets (%d bytes each) does not fit one multipart reply", name, g.ID, len(g.Buckets), bucket)
+						if n == MaxGroupBuckets {
+							if bucket > largest {
+								largest, headers = bucket, native.MultipartReplyHeaderLen+total-len(g.Buckets)*bucket
+							}
+							t.Logf("%s: %d buckets of %d bytes: %d bytes with the reply header", name, len(g.Buckets), bucket, native.MultipartReplyHeaderLen+total)
+						}
+					}
+				}
+			}
+		}
+	}
+	t.Logf("largest bucket %d bytes, %d bytes of headers and properties: %d buckets would fit", largest, headers, (limit-headers)/largest)
+}
+
+// TestSplitGroups pins the split: up to MaxGroupBuckets endpoints one group exactly as before;
+// above, sub-groups of sizes differing by at most one that hold every endpoint once, hashed
+// with their own basis, and a first-level group weighted by their sizes; session affinity still
+// keys on the first-level group's ID; without enough sub-group IDs, one group.
+func TestSplitGroups(t *testing.T) {
+	in := ServicePortInput{Port: manyPort(true, model.TCP), GroupID: 7, Endpoints: manyEndpoints(MaxGroupBuckets, false),
+		SubGroupIDs: subIDs(3)}
+	out := ServicePort(manyNode(), in)
+	require.Len(t, out.Groups, 1)
+	require.Equal(t, uint32(7), out.Groups[0].ID)
+	require.Zero(t, out.Groups[0].SelectionParam)
+	require.Len(t, out.Groups[0].Buckets, MaxGroupBuckets)
+
+	n := 2*MaxGroupBuckets + 1
+	in.Endpoints = manyEndpoints(n, false)
+	out = ServicePort(manyNode(), in)
+	require.Len(t, out.Groups, 4)
+	top := out.Groups[3]
+	require.Equal(t, uint32(7), top.ID)
+	seen := map[string]int{}
+	for j, sub := range out.Groups[:3] {
+		require.Equal(t, uint32(100+j), sub.ID)
+		require.Equal(t, uint64(SubGroupSelectionParam), sub.SelectionParam)
+		require.Equal(t, top.HashFields, sub.HashFields)
+		require.Equal(t, of.Bucket{ID: uint32(j), Weight: uint16(len(sub.Buckets)), Actions: []of.Action{of.GroupAction{ID: sub.ID}}}, top.Buckets[j])
+		require.InDelta(t, n/3, len(sub.Buckets), 1)
+		for _, b := range sub.Buckets {
+			require.Equal(t, uint16(100), b.Weight)
+			seen[of.FormatActions(b.Actions)]++
+		}
+	}
+	require.Len(t, seen, n, "every endpoint in exactly one sub-group")
+	learned := 0
+	for _, f := range out.Flows {
+		if f.Table == TableSessionAffinityLearn {
+			learned++
+			require.Contains(t, f.Match.Regs, of.RegMatch{Reg: RegServiceGroup, Value: 7})
+		}
+	}
+	require.Equal(t, n, learned)
+	for _, f := range out.Flows {
+		for _, a := range f.Actions {
+			if g, ok := a.(of.GroupAction); ok {
+				require.Equal(t, uint32(7), g.ID, "flows go to the first-level group only")
+			}
+		}
+	}
+
+	in.SubGroupIDs = subIDs(2)
+	out = ServicePort(manyNode(), in)
+	require.Len(t, out.Groups, 1, "too few sub-group IDs: one group")
+}

@@ -23,10 +23,10 @@ type desired struct {
 	// subGIDs and localSubGIDs are the second-level group IDs of a Service with more endpoints
 	// than one group holds (allocSubGroups); nil otherwise.
 	subGIDs, localSubGIDs []uint32
-	port       model.ServicePort
-	endpoints  []model.Endpoint
-	ipv6       bool
-	flows      pipeline.ServicePortFlows
+	port                  model.ServicePort
+	endpoints             []model.Endpoint
+	ipv6                  bool
+	flows                 pipeline.ServicePortFlows
 	// all is flows.Flows then flows.EndpointFlows in one slice (the two are views of it when
 	// both are set), what the plan stages; keys and sums are its flows' keys and digests.
 	all  []of.Flow

@@ -42,11 +42,15 @@ func TestIntegrationSplitGroupDistribution(t *testing.T) {
 	}
 	var ops []of.Op
 	sub := map[string]int{} // endpoint → its sub-group
+	// diagonal holds bucket j of sub-group j: with the first level's hash seed, a connection
+	// that chose sub-group j (bucket j of the first level) would favour them.
+	diagonal := map[string]bool{}
 	for j, g := range out.Groups {
 		ops = append(ops, of.Op{Kind: of.AddGroup, Group: g})
-		for _, b := range g.Buckets {
+		for i, b := range g.Buckets {
 			if m := natDst.FindStringSubmatch(of.FormatActions(b.Actions)); m != nil {
 				sub[m[1]] = j
+				diagonal[m[1]] = i == j
 			}
 		}
 	}
@@ -73,17 +77,25 @@ func TestIntegrationSplitGroupDistribution(t *testing.T) {
 		perSub[sub[m[1]]]++
 	}
 	expect := float64(tuples) / endpoints
-	chi2, lo, hi := 0.0, tuples, 0
+	chi2, lo, hi, diag := 0.0, tuples, 0, 0
 	for ip := range sub {
 		c := counts[ip]
+		if diagonal[ip] {
+			diag += c
+		}
 		chi2 += (float64(c) - expect) * (float64(c) - expect) / expect
 		lo, hi = min(lo, c), max(hi, c)
 	}
 	// χ² over 1535 degrees of freedom: mean 1535, standard deviation √3070 ≈ 55; five of them
 	// is far beyond chance.
 	dof := float64(endpoints - 1)
-	t.Logf("%d tuples in %v: %d of %d endpoints chosen, per sub-group %v, χ²=%.0f (dof %.0f), min %d max %d",
-		tuples, time.Since(start).Round(time.Millisecond), len(counts), endpoints, perSub, chi2, dof, lo, hi)
+	t.Logf("%d tuples in %v: %d of %d endpoints chosen, per sub-group %v, χ²=%.0f (dof %.0f), min %d max %d, bucket j of sub-group j %d (uniform: %.1f)",
+		tuples, time.Since(start).Round(time.Millisecond), len(counts), endpoints, perSub, chi2, dof, lo, hi, diag, 3*expect)
+	// Same seed at both levels: bucket j of sub-group j is the best of 512 given that j was the
+	// best of 3, so 3 × as likely; independent levels: as likely as any other.
+	if float64(diag) > 2*3*expect {
+		t.Errorf("bucket j of sub-group j got %d tuples, %.1f expected: the levels' choices are correlated", diag, 3*expect)
+	}
 	if len(counts) < endpoints*9/10 {
 		t.Errorf("only %d of %d endpoints chosen", len(counts), endpoints)
 	}

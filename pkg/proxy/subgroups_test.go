@@ -1,6 +1,7 @@
 package proxy
 
 import (
+	"net/netip"
 	"testing"
 
 	"github.com/stretchr/testify/require"
@@ -40,6 +41,10 @@ func TestSubGroupIDsLifecycle(t *testing.T) {
 	subs := subIDsHeld(h.p, o)
 	require.Len(t, subs, pipeline.SubGroups(n))
 	require.Equal(t, len(subs)+1, b.GroupCount(), "the sub-groups and the first-level group")
+	st := h.p.Services()
+	require.Len(t, st, 1)
+	require.Equal(t, n, st[0].Ports[0].Buckets, "status counts the endpoints, not the first level's buckets")
+	require.Zero(t, st[0].Ports[0].LocalGroupID)
 
 	cur = setLargeEndpoints(h, "default", "big", cur, pipeline.MaxGroupBuckets+1)
 	h.sync()
@@ -88,4 +93,29 @@ func TestSubGroupIDsLifecycle(t *testing.T) {
 	_, held := h2.p.groups.lookup(o)
 	require.False(t, held)
 	require.Zero(t, b.GroupCount())
+}
+
+// TestSplitGroupsUDPFlushes pins the UDP conntrack bookkeeping of a split set: every endpoint
+// of the second-level groups counts as selected, and one that leaves is flushed.
+func TestSplitGroupsUDPFlushes(t *testing.T) {
+	n := pipeline.MaxGroupBuckets + 10
+	eps := make([]model.Endpoint, n)
+	for i := range eps {
+		eps[i] = model.Endpoint{IP: netip.AddrFrom4([4]byte{10, 64, byte((i + 1) >> 8), byte(i + 1)}), Port: 53, Ready: true, Serving: true}
+	}
+	port := model.ServicePort{Protocol: model.UDP, Port: 53, ClusterIPs: []netip.Addr{netip.MustParseAddr("10.96.0.53")}}
+	node := pipeline.NodeConfig{Round: 1, IPv4: true, GatewayOFPort: 2, GatewayIPv4: netip.MustParseAddr("10.0.0.1")}
+	build := func(eps []model.Endpoint) desired {
+		d := desired{port: port, subGIDs: []uint32{2, 3}}
+		d.flows = pipeline.ServicePort(node, pipeline.ServicePortInput{Port: port, Endpoints: eps, GroupID: 1, SubGroupIDs: d.subGIDs})
+		return d
+	}
+	before := build(eps)
+	require.Len(t, before.flows.Groups, 3)
+	sel := selectedOf(before)
+	require.Len(t, sel.endpoints, n)
+	after := build(append(append([]model.Endpoint(nil), eps[:5]...), eps[6:]...))
+	flushes := udpFlushes(after, sel.endpoints, nil)
+	require.Len(t, flushes, 1)
+	require.Equal(t, netip.AddrPortFrom(eps[5].IP, 53), netip.AddrPortFrom(flushes[0].reply.Src, flushes[0].reply.SrcPort))
 }

@@ -4,11 +4,13 @@ import (
 	"fmt"
 	"net/netip"
 	"testing"
+	"time"
 
 	"github.com/stretchr/testify/require"
 
 	of "github.com/antrea-proxy/antrea-proxy/pkg/ovs/openflow"
 	"github.com/antrea-proxy/antrea-proxy/pkg/ovs/openflow/native"
+	"github.com/antrea-proxy/antrea-proxy/pkg/ovs/openflow/oftrace"
 	"github.com/antrea-proxy/antrea-proxy/pkg/proxy/model"
 )
 
@@ -134,3 +136,61 @@ func TestSplitGroups(t *testing.T) {
 	out = ServicePort(manyNode(), in)
 	require.Len(t, out.Groups, 1, "too few sub-group IDs: one group")
 }
+
+// TestSplitGroupsTrace sends new connections from a pod to a split Service through the packet
+// tracer (base flows, the Service's flows and both levels of groups), with and without session
+// affinity: each is DNATed to one of the Service's endpoints, every sub-group serves some, and
+// with affinity the learned flow carries the first-level group's cookie.
+func TestSplitGroupsTrace(t *testing.T) {
+	n := manyNode()
+	const count = 3*MaxGroupBuckets - 7
+	eps := manyEndpoints(count, false)
+	isEndpoint := map[netip.Addr]bool{}
+	for _, e := range eps {
+		isEndpoint[e.IP] = true
+	}
+	for _, affinity := range []bool{false, true} {
+		out := ServicePort(n, ServicePortInput{Port: manyPort(affinity, model.TCP), GroupID: 1, Endpoints: eps,
+			SubGroupIDs: subIDs(SubGroups(count))})
+		require.Len(t, out.Groups, 4)
+		var groups []of.Group
+		for _, g := range out.Groups {
+			groups = append(groups, *g)
+		}
+		tr, err := oftrace.New(append(append(BaseFlows(n), out.Flows...), out.EndpointFlows...), groups, oftrace.Options{})
+		require.NoError(t, err)
+		sub := map[netip.Addr]int{}
+		for j := range 3 {
+			for _, b := range groups[j].Buckets {
+				switch a := b.Actions[0].(type) {
+				case of.CT:
+					sub[a.NAT.Addr] = j
+				case of.SetReg:
+					sub[netip.AddrFrom4([4]byte(be32bytes(a.Value)))] = j
+				}
+			}
+		}
+		perSub := make([]int, 3)
+		start := time.Now()
+		for sp := range uint16(300) {
+			p := oftrace.Packet{InPort: 5, EthType: of.EthTypeIP, Proto: of.ProtoTCP, Src: netip.MustParseAddr("10.10.1.5"),
+				Dst: netip.MustParseAddr("10.96.0.10"), SrcPort: 20000 + sp, DstPort: 80, TCPFlags: of.TCPSyn}
+			res, err := tr.Trace(p, oftrace.NewConntrack())
+			require.NoError(t, err)
+			got, ok := res.Single()
+			require.True(t, ok, "affinity=%v: %s", affinity, res)
+			require.True(t, isEndpoint[got.Packet.Dst], "affinity=%v: DNATed to %s", affinity, got.Packet.Dst)
+			perSub[sub[got.Packet.Dst]]++
+			if affinity {
+				require.Len(t, res.Learned, 1)
+				require.Equal(t, uint64(1), CookieObject(res.Learned[0].Cookie), "affinity=%v", affinity)
+			}
+		}
+		t.Logf("affinity=%v: 300 traces in %v, per sub-group %v", affinity, time.Since(start), perSub)
+		for j, c := range perSub {
+			require.Greater(t, c, 50, "affinity=%v: sub-group %d chosen %d times of 300", affinity, j, c)
+		}
+	}
+}
+
+func be32bytes(v uint32) []byte { return []byte{byte(v >> 24), byte(v >> 16), byte(v >> 8), byte(v)} }

@@ -36,18 +36,17 @@ func SubGroups(n int) int {
 // more likely to pick bucket j in it too. A different basis makes the two choices independent.
 const SubGroupSelectionParam = 1
 
-// groups builds the select groups of one endpoint set: one group of eps (group), or, when eps
-// needs more sub-group IDs than one group holds and subs has them, second-level groups of at
+// appendGroups appends to out the select groups of one endpoint set: one group of eps (group),
+// or, when eps needs sub-groups (SubGroups) and subs has enough IDs, second-level groups of at
 // most MaxGroupBuckets endpoints and a first-level group id whose buckets go to them. The
 // first level's bucket weights are the sub-groups' sizes, which differ by at most one, so each
 // endpoint is chosen with the same probability. Sub-groups come first: a bundle adds them
 // before the group that refers to them.
-func (s *servicePort) groups(id uint32, subs []uint32, eps []model.Endpoint) []*of.Group {
+func (s *servicePort) appendGroups(out []*of.Group, id uint32, subs []uint32, eps []model.Endpoint) []*of.Group {
 	k := SubGroups(len(eps))
 	if k == 0 || len(subs) < k {
-		return []*of.Group{s.group(id, eps)}
+		return append(out, s.group(id, eps))
 	}
-	out := make([]*of.Group, 0, k+1)
 	top := &of.Group{ID: id, Type: of.GroupTypeSelect, HashFields: hashFields(s.fam, s.proto),
 		Buckets: make([]of.Bucket, k)}
 	base, extra := len(eps)/k, len(eps)%k

@@ -83,7 +83,7 @@ func ServicePort(n NodeConfig, in ServicePortInput) ServicePortFlows {
 		if !g.used || len(g.eps) == 0 {
 			continue
 		}
-		out.Groups = append(out.Groups, s.groups(g.id, g.subs, g.eps)...)
+		out.Groups = s.appendGroups(out.Groups, g.id, g.subs, g.eps)
 		if s.timeout > 0 {
 			for _, ep := range g.eps {
 				out.Flows = append(out.Flows, s.learnFlow(g.id, ep))

@@ -8,6 +8,8 @@ import (
 	v1 "k8s.io/api/core/v1"
 	discovery "k8s.io/api/discovery/v1"
 
+	of "github.com/antrea-proxy/antrea-proxy/pkg/ovs/openflow"
+	"github.com/antrea-proxy/antrea-proxy/pkg/ovs/openflow/native"
 	"github.com/antrea-proxy/antrea-proxy/pkg/ovs/openflow/ofctl"
 	"github.com/antrea-proxy/antrea-proxy/test/ovssandbox"
 )
@@ -72,12 +74,25 @@ func requireDumpable(t *testing.T, o *ovssandbox.Instance, br string, pid int, w
 }
 
 // TestIntegrationLargeGroupsDumpable installs Services of 5,000 and 20,000 endpoints into a real
-// OVS, with and without session affinity, and changes them across the split boundary both
-// ways: after each change every ovs-ofctl dump an operator runs succeeds and ovs-vswitchd keeps
-// its PID (no group description is larger than one OpenFlow multipart reply).
+// OVS through both backends, with and without session affinity, and changes them across the
+// split boundary both ways: after each change every ovs-ofctl dump an operator runs succeeds
+// and ovs-vswitchd keeps its PID (no group description is larger than one OpenFlow multipart
+// reply).
 func TestIntegrationLargeGroupsDumpable(t *testing.T) {
 	o := ovssandbox.Start(t, ovssandbox.Options{})
-	for i, tc := range []struct {
+	backends := []struct {
+		name string
+		open func(t *testing.T, sock string) of.Bridge
+	}{
+		{"ofctl", func(_ *testing.T, sock string) of.Bridge { return ofctl.New(sock) }},
+		{"native", func(t *testing.T, sock string) of.Bridge {
+			b := native.New(sock, ofctl.New(sock))
+			t.Cleanup(b.Close)
+			return b
+		}},
+	}
+	i := 0
+	for _, tc := range []struct {
 		name     string
 		sizes    []int
 		affinity bool
@@ -86,28 +101,31 @@ func TestIntegrationLargeGroupsDumpable(t *testing.T) {
 		{"5k-affinity", []int{5000, 700, 5000}, true},
 		{"20k", []int{20000, 19000, 20000, 900, 20000}, false},
 	} {
-		t.Run(tc.name, func(t *testing.T) {
-			br := fmt.Sprintf("brl%d", i)
-			if _, err := o.Vsctl("add-br", br, "--", "set", "bridge", br, "datapath_type=netdev",
-				"protocols=OpenFlow10,OpenFlow13,OpenFlow15", "fail_mode=secure"); err != nil {
-				t.Fatal(err)
-			}
-			if err := o.WaitForBridge(br); err != nil {
-				t.Fatal(err)
-			}
-			pid := o.VSwitchdPID()
-			h := realHarness(t, testOptions(), ofctl.New(o.MgmtSocket(br)))
-			svc := makeService("default", "big", "10.96.0.50")
-			if tc.affinity {
-				svc.Spec.SessionAffinity = v1.ServiceAffinityClientIP
-			}
-			h.addService(svc)
-			var cur []*discovery.EndpointSlice
-			for _, n := range tc.sizes {
-				cur = setLargeEndpoints(h, "default", "big", cur, n)
-				h.sync()
-				requireDumpable(t, o, br, pid, fmt.Sprintf("%d endpoints", n))
-			}
-		})
+		for _, be := range backends {
+			i++
+			t.Run(tc.name+"/"+be.name, func(t *testing.T) {
+				br := fmt.Sprintf("brl%d", i)
+				if _, err := o.Vsctl("add-br", br, "--", "set", "bridge", br, "datapath_type=netdev",
+					"protocols=OpenFlow10,OpenFlow13,OpenFlow15", "fail_mode=secure"); err != nil {
+					t.Fatal(err)
+				}
+				if err := o.WaitForBridge(br); err != nil {
+					t.Fatal(err)
+				}
+				pid := o.VSwitchdPID()
+				h := realHarness(t, testOptions(), be.open(t, o.MgmtSocket(br)))
+				svc := makeService("default", "big", "10.96.0.50")
+				if tc.affinity {
+					svc.Spec.SessionAffinity = v1.ServiceAffinityClientIP
+				}
+				h.addService(svc)
+				var cur []*discovery.EndpointSlice
+				for _, n := range tc.sizes {
+					cur = setLargeEndpoints(h, "default", "big", cur, n)
+					h.sync()
+					requireDumpable(t, o, br, pid, fmt.Sprintf("%d endpoints", n))
+				}
+			})
+		}
 	}
 }

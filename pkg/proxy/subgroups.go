@@ -22,6 +22,20 @@ func maxSlicesEndpoints(sl []*discovery.EndpointSlice) int {
 	return n
 }
 
+// subGroupsOf names the second-level groups of one port's cluster (local false) or local group.
+type subGroupsOf struct {
+	o     owner
+	local bool
+}
+
+// owner returns the owner of the group whose second-level groups these are.
+func (k subGroupsOf) owner() owner {
+	if k.local {
+		return localOwner(k.o)
+	}
+	return k.o
+}
+
 // allocSubGroups gives each of want's groups the IDs of the second-level groups its endpoints
 // may need (pipeline.SubGroups of the Service's endpoint count, an upper bound the computation
 // does not exceed): none for a Service that one group holds. Call it where group IDs are
@@ -33,30 +47,36 @@ func (g *groupIDs) allocSubGroups(want []desired, sl []*discovery.EndpointSlice)
 	}
 	for i := range want {
 		d := &want[i]
-		d.subGIDs = g.getSubs(d.owner, k)
+		d.subGIDs = g.getSubs(subGroupsOf{o: d.owner}, k)
 		if d.localGID != 0 {
-			d.localSubGIDs = g.getSubs(localOwner(d.owner), k)
+			d.localSubGIDs = g.getSubs(subGroupsOf{o: d.owner, local: true}, k)
 		}
 	}
 }
 
-// getSubs returns the IDs of o's first k second-level groups, allocating those missing.
-func (g *groupIDs) getSubs(o owner, k int) []uint32 {
+// getSubs returns the IDs of the first k second-level groups of sg, allocating those missing.
+func (g *groupIDs) getSubs(sg subGroupsOf, k int) []uint32 {
 	out := make([]uint32, k)
 	for i := range out {
-		out[i] = g.get(subOwner(o, i))
+		out[i] = g.get(subOwner(sg.owner(), i))
 	}
+	g.subs[sg] = max(g.subs[sg], k)
 	return out
 }
 
-// releaseSubs frees the IDs of o's second-level groups from the from-th on (they are allocated
-// from the first on, without gaps). Call it once the bundle that no longer uses them committed.
-func (g *groupIDs) releaseSubs(o owner, from int) {
-	for i := from; ; i++ {
-		so := subOwner(o, i)
-		if _, ok := g.lookup(so); !ok {
-			return
-		}
-		g.release(so)
+// releaseSubs frees the IDs of sg's second-level groups from the from-th on. Call it once the
+// bundle that no longer uses them committed. It costs nothing for a group without any.
+func (g *groupIDs) releaseSubs(sg subGroupsOf, from int) {
+	n := g.subs[sg]
+	if n <= from {
+		return
+	}
+	for i := from; i < n; i++ {
+		g.release(subOwner(sg.owner(), i))
+	}
+	if from == 0 {
+		delete(g.subs, sg)
+	} else {
+		g.subs[sg] = from
 	}
 }

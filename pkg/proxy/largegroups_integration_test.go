@@ -11,6 +11,7 @@ import (
 	of "github.com/antrea-proxy/antrea-proxy/pkg/ovs/openflow"
 	"github.com/antrea-proxy/antrea-proxy/pkg/ovs/openflow/native"
 	"github.com/antrea-proxy/antrea-proxy/pkg/ovs/openflow/ofctl"
+	"github.com/antrea-proxy/antrea-proxy/pkg/pipeline"
 	"github.com/antrea-proxy/antrea-proxy/test/ovssandbox"
 )
 
@@ -55,7 +56,7 @@ func setLargeEndpoints(h *harness, ns, svc string, cur []*discovery.EndpointSlic
 
 // requireDumpable runs the dumps an operator runs on the bridge and requires each to succeed
 // and ovs-vswitchd to keep its PID.
-func requireDumpable(t *testing.T, o *ovssandbox.Instance, br string, pid int, what string) {
+func requireDumpable(t *testing.T, o *ovssandbox.Instance, br string, pid int, what string, groups int) {
 	t.Helper()
 	for _, cmd := range []string{"dump-groups", "dump-group-stats", "dump-flows"} {
 		out, err := o.Ofctl(cmd, br)
@@ -64,8 +65,8 @@ func requireDumpable(t *testing.T, o *ovssandbox.Instance, br string, pid int, w
 			t.Errorf("%s: ovs-ofctl %s: %.2000v", what, cmd, err)
 		case strings.Contains(out, "decode error"):
 			t.Errorf("%s: ovs-ofctl %s cannot decode the reply:\n%.600s", what, cmd, out)
-		case cmd == "dump-groups" && !strings.Contains(out, "group_id="):
-			t.Errorf("%s: dump-groups shows no group:\n%.600s", what, out)
+		case cmd == "dump-groups" && strings.Count(out, "group_id=") != groups:
+			t.Errorf("%s: dump-groups shows %d groups, want %d:\n%.600s", what, strings.Count(out, "group_id="), groups, out)
 		}
 	}
 	if !o.VSwitchdAlive() || o.VSwitchdPID() != pid {
@@ -123,8 +124,11 @@ func TestIntegrationLargeGroupsDumpable(t *testing.T) {
 				for _, n := range tc.sizes {
 					cur = setLargeEndpoints(h, "default", "big", cur, n)
 					h.sync()
-					requireDumpable(t, o, br, pid, fmt.Sprintf("%d endpoints", n))
+					requireDumpable(t, o, br, pid, fmt.Sprintf("%d endpoints", n), 1+pipeline.SubGroups(n))
 				}
+				h.deleteService(svc)
+				h.sync()
+				requireDumpable(t, o, br, pid, "the Service deleted", 0)
 			})
 		}
 	}

@@ -106,13 +106,7 @@ func TestIntegrationLargeGroupsDumpable(t *testing.T) {
 			i++
 			t.Run(tc.name+"/"+be.name, func(t *testing.T) {
 				br := fmt.Sprintf("brl%d", i)
-				if _, err := o.Vsctl("add-br", br, "--", "set", "bridge", br, "datapath_type=netdev",
-					"protocols=OpenFlow10,OpenFlow13,OpenFlow15", "fail_mode=secure"); err != nil {
-					t.Fatal(err)
-				}
-				if err := o.WaitForBridge(br); err != nil {
-					t.Fatal(err)
-				}
+				addOVSBridge(t, o, br)
 				pid := o.VSwitchdPID()
 				h := realHarness(t, testOptions(), be.open(t, o.MgmtSocket(br)))
 				svc := makeService("default", "big", "10.96.0.50")

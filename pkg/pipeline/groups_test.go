@@ -194,3 +194,32 @@ func TestSplitGroupsTrace(t *testing.T) {
 }
 
 func be32bytes(v uint32) []byte { return []byte{byte(v >> 24), byte(v >> 16), byte(v >> 8), byte(v)} }
+
+// TestSplitLocalGroup pins a split local group (externalTrafficPolicy=Local with more local
+// endpoints than one group holds): it uses LocalSubGroupIDs, the cluster group its own, and the
+// NodePort flow without the internal bit goes to the first-level local group.
+func TestSplitLocalGroup(t *testing.T) {
+	eps := manyEndpoints(MaxGroupBuckets+1, false)
+	for i := range eps {
+		eps[i].Local = true
+	}
+	port := manyPort(false, model.TCP)
+	port.NodePort, port.ExternalPolicyLocal = 30080, true
+	out := ServicePort(manyNode(), ServicePortInput{Port: port, Endpoints: eps, GroupID: 1, LocalGroupID: 2,
+		SubGroupIDs: []uint32{10, 11}, LocalSubGroupIDs: []uint32{20, 21}})
+	var ids []uint32
+	for _, g := range out.Groups {
+		ids = append(ids, g.ID)
+	}
+	require.Equal(t, []uint32{10, 11, 1, 20, 21, 2}, ids)
+	toLocal := false
+	for _, f := range out.Flows {
+		for _, a := range f.Actions {
+			if g, ok := a.(of.GroupAction); ok {
+				require.Contains(t, []uint32{1, 2}, g.ID, "flows go to first-level groups only")
+				toLocal = toLocal || g.ID == 2
+			}
+		}
+	}
+	require.True(t, toLocal, "some flow uses the local group")
+}

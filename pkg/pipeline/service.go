@@ -14,7 +14,8 @@ const MaxAffinityTimeout = 65535
 // ServicePortFlows is what one Service port needs in one IP family.
 type ServicePortFlows struct {
 	// Groups are the port's select groups: the cluster group and, with a Local traffic policy,
-	// the local group. A set without endpoints has no group (its traffic is dropped).
+	// the local group, each preceded by its second-level groups when it is split (SubGroups).
+	// A set without endpoints has no group (its traffic is dropped).
 	Groups []*of.Group
 	// Flows are owned by this Service port alone (cookie category service, object group ID).
 	Flows []of.Flow
@@ -32,6 +33,10 @@ type ServicePortInput struct {
 	GroupID uint32
 	// LocalGroupID is the local group's ID, used with a Local traffic policy.
 	LocalGroupID uint32
+	// SubGroupIDs and LocalSubGroupIDs are the IDs of the second-level groups of the cluster
+	// and local groups when their endpoints are more than one group holds (SubGroups): at
+	// least SubGroups(n) each for n endpoints, of which the first SubGroups(n) are used.
+	SubGroupIDs, LocalSubGroupIDs []uint32
 	// RejectOtherPorts adds the flows that reject new connections to the port's ClusterIPs on a
 	// port the Service does not define (kube-proxy nftables rejects them as well). Every port
 	// of a Service would need the same flows, so the proxier sets it on one port of each
@@ -71,13 +76,14 @@ func ServicePort(n NodeConfig, in ServicePortInput) ServicePortFlows {
 	useLocal := in.Port.InternalPolicyLocal || (in.Port.ExternalPolicyLocal && s.hasExternal())
 	for _, g := range []struct {
 		id   uint32
+		subs []uint32
 		eps  []model.Endpoint
 		used bool
-	}{{in.GroupID, s.sets.cluster, true}, {in.LocalGroupID, s.sets.local, useLocal}} {
+	}{{in.GroupID, in.SubGroupIDs, s.sets.cluster, true}, {in.LocalGroupID, in.LocalSubGroupIDs, s.sets.local, useLocal}} {
 		if !g.used || len(g.eps) == 0 {
 			continue
 		}
-		out.Groups = append(out.Groups, s.group(g.id, g.eps))
+		out.Groups = s.appendGroups(out.Groups, g.id, g.subs, g.eps)
 		if s.timeout > 0 {
 			for _, ep := range g.eps {
 				out.Flows = append(out.Flows, s.learnFlow(g.id, ep))

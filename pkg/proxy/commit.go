@@ -20,7 +20,17 @@ func (p *Proxier) commit(in *syncInput, pl *plan, rejected map[types.NamespacedN
 	for _, o := range pl.released {
 		p.groups.release(o)
 		p.groups.release(localOwner(o))
+		p.groups.releaseSubs(subGroupsOf{o: o}, 0)
+		p.groups.releaseSubs(subGroupsOf{o: o, local: true}, 0)
 		delete(p.ownerMeta, o)
+	}
+	// Second-level group IDs a committed Service needs no longer: the bundle deleted their
+	// groups.
+	for _, nn := range pl.included {
+		for _, d := range in.computed[nn] {
+			p.groups.releaseSubs(subGroupsOf{o: d.owner}, len(d.subGIDs))
+			p.groups.releaseSubs(subGroupsOf{o: d.owner, local: true}, len(d.localSubGIDs))
+		}
 	}
 	p.commitInputs(in, pl.included)
 	now := p.opts.Clock.Now()

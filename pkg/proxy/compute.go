@@ -20,10 +20,13 @@ type desired struct {
 	owner      owner
 	clusterGID uint32
 	localGID   uint32 // 0 without a Local traffic policy
-	port       model.ServicePort
-	endpoints  []model.Endpoint
-	ipv6       bool
-	flows      pipeline.ServicePortFlows
+	// subGIDs and localSubGIDs are the second-level group IDs of a Service with more endpoints
+	// than one group holds (allocSubGroups); nil otherwise.
+	subGIDs, localSubGIDs []uint32
+	port                  model.ServicePort
+	endpoints             []model.Endpoint
+	ipv6                  bool
+	flows                 pipeline.ServicePortFlows
 	// all is flows.Flows then flows.EndpointFlows in one slice (the two are views of it when
 	// both are set), what the plan stages; keys and sums are its flows' keys and digests.
 	all  []of.Flow
@@ -87,6 +90,7 @@ func (c *computation) prepare(nn types.NamespacedName) {
 			j.want = c.owners(nn, svc.CreationTimestamp.Time, ports)
 			if len(j.want) > 0 {
 				j.slices = p.track.Endpoints.SlicesFor(nn)
+				p.groups.allocSubGroups(j.want, j.slices)
 			}
 		}
 	}
@@ -142,7 +146,8 @@ func (c *computation) fill(j *svcJob) {
 		// The first port of each family carries the Service's flows for its other ports.
 		first := !slices.ContainsFunc(j.want[:i], func(o desired) bool { return o.ipv6 == d.ipv6 })
 		d.flows = pipeline.ServicePort(c.node, pipeline.ServicePortInput{Port: d.port, Endpoints: d.endpoints,
-			IPv6: d.ipv6, GroupID: d.clusterGID, LocalGroupID: d.localGID, RejectOtherPorts: first})
+			IPv6: d.ipv6, GroupID: d.clusterGID, LocalGroupID: d.localGID,
+			SubGroupIDs: d.subGIDs, LocalSubGroupIDs: d.localSubGIDs, RejectOtherPorts: first})
 		d.stage(c.p.state)
 	}
 }

@@ -10,7 +10,6 @@ import (
 	"github.com/google/go-cmp/cmp"
 
 	of "github.com/antrea-proxy/antrea-proxy/pkg/ovs/openflow"
-	"github.com/antrea-proxy/antrea-proxy/pkg/ovs/openflow/ofctl"
 	"github.com/antrea-proxy/antrea-proxy/test/ovssandbox"
 )
 
@@ -64,15 +63,7 @@ func TestIntegrationGoldenShapesInRealOVS(t *testing.T) {
 	for i, tc := range goldenCases() {
 		t.Run(tc.name, func(t *testing.T) {
 			want := canonicalDump(t, installGoldenCase(t, tc).bridge)
-			br := fmt.Sprintf("brg%d", i)
-			if _, err := o.Vsctl("add-br", br, "--", "set", "bridge", br, "datapath_type=netdev",
-				"protocols=OpenFlow10,OpenFlow13,OpenFlow15", "fail_mode=secure"); err != nil {
-				t.Fatal(err)
-			}
-			if err := o.WaitForBridge(br); err != nil {
-				t.Fatal(err)
-			}
-			real := ofctl.New(o.MgmtSocket(br))
+			real := addOVSBridge(t, o, fmt.Sprintf("brg%d", i))
 			opts := testOptions()
 			if tc.opts != nil {
 				tc.opts(&opts)

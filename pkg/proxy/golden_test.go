@@ -14,6 +14,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/util/sets"
 
+	"github.com/antrea-proxy/antrea-proxy/pkg/pipeline"
 	"github.com/antrea-proxy/antrea-proxy/pkg/proxy/model"
 )
 
@@ -136,6 +137,11 @@ func goldenCases() []goldenCase {
 				s.Endpoints[0].Hints = &discovery.EndpointHints{ForZones: []discovery.ForZone{{Name: "zone-a"}}}
 				s.Endpoints[1].Hints = &discovery.EndpointHints{ForZones: []discovery.ForZone{{Name: "zone-b"}}}
 				return []*discovery.EndpointSlice{s}
+			}},
+		// One endpoint more than a group holds: two second-level groups under group 1.
+		{name: "split-groups", svc: makeService("ns1", "web", "10.96.0.10"),
+			slices: func(*v1.Service) []*discovery.EndpointSlice {
+				return largeEndpointSlices("ns1", "web", pipeline.MaxGroupBuckets+1)
 			}},
 	}
 }

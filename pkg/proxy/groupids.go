@@ -6,9 +6,14 @@ type groupIDs struct {
 	byOwner map[owner]uint32
 	free    []uint32
 	next    uint32
+	// subs counts the second-level group IDs allocated per group (subgroups.go), from the
+	// first on without gaps.
+	subs map[subGroupsOf]int
 }
 
-func newGroupIDs() *groupIDs { return &groupIDs{byOwner: map[owner]uint32{}, next: 1} }
+func newGroupIDs() *groupIDs {
+	return &groupIDs{byOwner: map[owner]uint32{}, next: 1, subs: map[subGroupsOf]int{}}
+}
 
 // get returns the owner's ID, allocating one if needed.
 func (g *groupIDs) get(o owner) uint32 {

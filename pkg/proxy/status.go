@@ -85,14 +85,7 @@ func (p *Proxier) makeStatus(want []desired, now time.Time) *serviceStatus {
 				}
 			}
 		}
-		for _, g := range d.flows.Groups {
-			if g.ID == d.clusterGID {
-				ps.GroupID = g.ID
-				ps.Buckets = len(g.Buckets)
-			} else {
-				ps.LocalGroupID = g.ID
-			}
-		}
+		ps.GroupID, ps.LocalGroupID, ps.Buckets = groupsStatus(d)
 		if len(d.flows.Flows) > 0 {
 			ps.Cookie = d.flows.Flows[0].Cookie
 		}
@@ -203,4 +196,24 @@ func (p *Proxier) ServiceFlowsContain(s string) bool {
 		}
 	}
 	return false
+}
+
+// groupsStatus returns the cluster and local group IDs d installed (0 for none) and the
+// cluster group's endpoints: its buckets, or those of its second-level groups when it is split.
+func groupsStatus(d desired) (cluster, local uint32, buckets int) {
+	var top, subs int
+	for _, g := range d.flows.Groups {
+		switch {
+		case g.ID == d.clusterGID:
+			cluster, top = g.ID, len(g.Buckets)
+		case g.ID == d.localGID:
+			local = g.ID
+		case slices.Contains(d.subGIDs, g.ID):
+			subs += len(g.Buckets)
+		}
+	}
+	if subs > 0 {
+		return cluster, local, subs
+	}
+	return cluster, local, top
 }

@@ -78,15 +78,32 @@ func New(flows []of.Flow, groups []of.Group, opts Options) (*Tracer, error) {
 // AddFlows adds flows, replacing any flow with the same table, priority and match (as an OVS
 // add-flow does), e.g. the Learned flows of a trace.
 func (t *Tracer) AddFlows(flows ...of.Flow) {
-	touched := map[uint8]bool{}
+	adds := map[uint8][]of.Flow{}
 	for _, f := range flows {
-		key := flowKey(&f)
-		tbl := slices.DeleteFunc(t.tables[f.Table], func(g of.Flow) bool { return flowKey(&g) == key })
-		t.tables[f.Table] = append(tbl, f)
-		touched[f.Table] = true
+		adds[f.Table] = append(adds[f.Table], f)
 	}
-	for tbl := range touched {
-		slices.SortStableFunc(t.tables[tbl], func(a, b of.Flow) int { return int(b.Priority) - int(a.Priority) })
+	for tbl, add := range adds {
+		// Each flow's key once (not once per added flow: a Service's thousands of learn flows).
+		cur := t.tables[tbl]
+		out := make([]of.Flow, 0, len(cur)+len(add))
+		gone := make([]bool, 0, len(cur)+len(add))
+		at := make(map[string]int, len(cur)+len(add))
+		for _, f := range append(slices.Clip(cur), add...) {
+			key := flowKey(&f)
+			if i, ok := at[key]; ok {
+				gone[i] = true
+			}
+			at[key] = len(out)
+			out, gone = append(out, f), append(gone, false)
+		}
+		kept := out[:0]
+		for i, f := range out {
+			if !gone[i] {
+				kept = append(kept, f)
+			}
+		}
+		slices.SortStableFunc(kept, func(a, b of.Flow) int { return int(b.Priority) - int(a.Priority) })
+		t.tables[tbl] = kept
 	}
 }
 

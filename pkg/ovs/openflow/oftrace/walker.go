@@ -222,13 +222,22 @@ func (w *walker) group(p *Packet, id uint32, fr frame) error {
 // HashBucket picks a live (non-zero weight) bucket from the group's hash fields of the packet,
 // in proportion to the weights, deterministically: the same packet always takes the same
 // bucket. The hash is a stand-in (FNV-1a), not Open vSwitch's, so which endpoint a given
-// 5-tuple gets differs from a real switch. It returns -1 when no bucket is live.
+// 5-tuple gets differs from a real switch; like Open vSwitch's, it starts from the group's
+// selection_method_param, so groups with different params choose independently (a second-level
+// group of a split endpoint set). It returns -1 when no bucket is live.
 func HashBucket(g *of.Group, p Packet) (int, error) {
 	names := g.HashFields
 	if len(names) == 0 {
 		names = []string{"ip_src", "ip_dst", "tcp_src", "tcp_dst"}
 	}
 	h := fnv.New64a()
+	if g.SelectionParam != 0 {
+		var b [8]byte
+		for i := range b {
+			b[i] = byte(g.SelectionParam >> (8 * i))
+		}
+		h.Write(b[:])
+	}
 	for _, n := range names {
 		f, err := fieldNamed(n)
 		if err != nil {

@@ -227,7 +227,8 @@ const (
 // ShouldSkipService reports whether the proxier must ignore svc entirely, and why.
 //
 // Skipped are: ExternalName Services, headless Services (clusterIP "None"), Services without a
-// parseable cluster IP, Services whose service.kubernetes.io/service-proxy-name label does not
+// parseable cluster IP, Services labelled service.kubernetes.io/headless (any value, as
+// kube-proxy's label selector), Services whose service.kubernetes.io/service-proxy-name label does not
 // match serviceProxyName (when serviceProxyName is "", the mere presence of the label means
 // skip; when it is set, the label must be present and equal to it), and Services listed in
 // skip by name or by any of their cluster IPs.
@@ -252,6 +253,11 @@ func ShouldSkipService(svc *v1.Service, serviceProxyName string, skip SkipSet) (
 	}
 	if len(ips) == 0 {
 		return true, SkipReasonNoClusterIP
+	}
+	if _, ok := svc.Labels[v1.IsHeadlessService]; ok {
+		// kube-proxy's informers select !service.kubernetes.io/headless: a Service with the
+		// label is left alone whatever its clusterIP.
+		return true, fmt.Sprintf("label %s is set", v1.IsHeadlessService)
 	}
 	label, hasLabel := svc.Labels[LabelServiceProxyName]
 	if serviceProxyName == "" && hasLabel {

@@ -279,6 +279,12 @@ func TestShouldSkipService(t *testing.T) {
 		{"headless clusterIP", newService(func(s *v1.Service) { s.Spec.ClusterIP, s.Spec.ClusterIPs = "None", nil }), "", true, SkipReasonHeadless},
 		{"headless clusterIPs", newService(func(s *v1.Service) { s.Spec.ClusterIPs = []string{"None"} }), "", true, SkipReasonHeadless},
 		{"no cluster IP", newService(func(s *v1.Service) { s.Spec.ClusterIP, s.Spec.ClusterIPs = "", nil }), "", true, SkipReasonNoClusterIP},
+		{"service.kubernetes.io/headless label", newService(func(s *v1.Service) {
+			s.Labels = map[string]string{v1.IsHeadlessService: ""}
+		}), "", true, "service.kubernetes.io/headless is set"},
+		{"headless label wins over a matching proxy name", newService(func(s *v1.Service) {
+			s.Labels = map[string]string{v1.IsHeadlessService: "", LabelServiceProxyName: "antrea"}
+		}), "antrea", true, "service.kubernetes.io/headless"},
 		{"unparseable cluster IP", newService(func(s *v1.Service) { s.Spec.ClusterIPs = []string{"10.96.0.300"} }), "", true, SkipReasonNoClusterIP},
 		{"proxy-name label, no proxy name configured", newService(func(s *v1.Service) {
 			s.Labels = map[string]string{LabelServiceProxyName: "other"}

@@ -28,6 +28,8 @@ func runCleanup(args []string) error {
 	kubeconfig := fs.String("kubeconfig", "", "kubeconfig file; empty means in-cluster")
 	override := fs.String("kube-apiserver-override", "", `kube-apiserver to talk to instead of the in-cluster address: "https://host:port", host or host:port`)
 	timeout := fs.Duration("timeout", defaultCleanupTimeout, "give up after this long")
+	class := fs.String("load-balancer-class", config.DefaultLoadBalancerClass,
+		"the controller's loadBalancerClass: the well-known finalizer is removed only from Services without a class or of this one")
 	klog.InitFlags(fs)
 	if err := fs.Parse(args); err != nil {
 		return err
@@ -39,7 +41,7 @@ func runCleanup(args []string) error {
 		return fmt.Errorf("%s: --timeout must be > 0, got %v", cleanupCommand, *timeout)
 	}
 	// The same checks as the config file's kubeAPIServerOverride.
-	c := config.ControllerConfig{KubeAPIServerOverride: *override}
+	c := config.ControllerConfig{KubeAPIServerOverride: *override, LoadBalancerClass: *class}
 	c.Defaults()
 	if err := c.Validate(); err != nil {
 		return fmt.Errorf("%s: --kube-apiserver-override: %w", cleanupCommand, err)
@@ -52,7 +54,7 @@ func runCleanup(args []string) error {
 	defer stop()
 	ctx, cancel := context.WithTimeout(ctx, *timeout)
 	defer cancel()
-	n, err := loadbalancer.RemoveFinalizers(ctx, client)
+	n, err := loadbalancer.RemoveFinalizers(ctx, client, c.LoadBalancerClass)
 	if err != nil {
 		return err
 	}

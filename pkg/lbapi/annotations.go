@@ -13,7 +13,12 @@ const (
 	AnnotationAllowSharedIP    = "antrea-proxy.io/allow-shared-ip"
 	AnnotationRequiredFeatures = "antrea-proxy.io/required-features"
 	AnnotationAnnouncingNode   = "antrea-proxy.io/announcing-node"
-	Finalizer                  = "antrea-proxy.io/load-balancer"
+	// Finalizer is the well-known LoadBalancer cleanup finalizer (KEP-980) that cloud
+	// providers' service controllers write and the upstream e2e suite waits for.
+	Finalizer = "service.kubernetes.io/load-balancer-cleanup"
+	// LegacyFinalizer is the finalizer earlier releases wrote; the controller still cleans up
+	// Services that carry it and replaces it with Finalizer.
+	LegacyFinalizer = "antrea-proxy.io/load-balancer"
 )
 
 // ParseIPList parses a comma-separated list of IP addresses (spaces

@@ -178,7 +178,7 @@ func (c *Controller) onService(obj any) {
 	if !ok {
 		return
 	}
-	if c.handles(svc) || hasFinalizer(svc.Finalizers) {
+	if c.handles(svc) || c.ours(svc) {
 		c.queue.Add(types.NamespacedName{Namespace: svc.Namespace, Name: svc.Name})
 	}
 }
@@ -275,7 +275,7 @@ func (c *Controller) restore() error {
 	var adoptable []*v1.Service
 	for _, svc := range svcs {
 		key := types.NamespacedName{Namespace: svc.Namespace, Name: svc.Name}
-		if !hasFinalizer(svc.Finalizers) {
+		if !ownsFinalizer(svc, c.class) {
 			if c.handles(svc) {
 				c.queue.Add(key)
 				adoptable = append(adoptable, svc)

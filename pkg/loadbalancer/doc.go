@@ -26,9 +26,11 @@
 // The controller writes antrea-proxy.io/announcing-node (see
 // lbapi.FormatAnnouncingNodes): "10.0.0.5=node-a,fd00::5=node-b", the node that
 // must answer ARP/NDP for each VIP-mode address. Proxy-mode addresses are
-// never listed: an external proxy receives their traffic. The finalizer
-// antrea-proxy.io/load-balancer keeps a Service's addresses allocated
-// until the controller has released them.
+// never listed: an external proxy receives their traffic. The well-known
+// finalizer service.kubernetes.io/load-balancer-cleanup keeps a Service's
+// addresses allocated until the controller has released them (on Services
+// without a class or of the controller's class; earlier releases wrote
+// antrea-proxy.io/load-balancer, which is replaced at the next sync).
 //
 // # Tenants
 //

@@ -78,7 +78,7 @@ func (c *Controller) cleanup(ctx context.Context, svc *v1.Service) error {
 	// writes below may fail.
 	_, waiting := c.alloc.Retire(key)
 	c.afterRelease(key, nil, waiting)
-	if hasFinalizer(svc.Finalizers) {
+	if c.ours(svc) {
 		if err := unpublish(ctx, c.client, svc); err != nil {
 			return err
 		}
@@ -247,13 +247,11 @@ func (c *Controller) adopt(key types.NamespacedName, svc *v1.Service, req ipam.R
 func (c *Controller) writeMetadata(ctx context.Context, svc *v1.Service, anns []lbapi.Announcement) (*v1.Service, error) {
 	value := lbapi.FormatAnnouncingNodes(anns)
 	cur, has := svc.Annotations[lbapi.AnnotationAnnouncingNode]
-	if hasFinalizer(svc.Finalizers) && cur == value && has == (value != "") {
+	if finalizerUpToDate(svc.Finalizers) && cur == value && has == (value != "") {
 		return svc, nil
 	}
 	upd := svc.DeepCopy()
-	if !hasFinalizer(upd.Finalizers) {
-		upd.Finalizers = append(upd.Finalizers, lbapi.Finalizer)
-	}
+	upd.Finalizers = withFinalizer(upd.Finalizers)
 	if value == "" {
 		delete(upd.Annotations, lbapi.AnnotationAnnouncingNode)
 	} else {

@@ -3,7 +3,6 @@ package loadbalancer
 import (
 	"context"
 	"fmt"
-	"slices"
 	"time"
 
 	v1 "k8s.io/api/core/v1"
@@ -22,8 +21,8 @@ import (
 // Services again, when a pass left some with the finalizer.
 const CleanupInterval = 2 * time.Second
 
-// RemoveFinalizers undoes, on every Service that carries the finalizer
-// antrea-proxy.io/load-balancer, what antrea-controller wrote: it clears
+// RemoveFinalizers undoes, on every Service that carries a finalizer of the
+// controller of class (ownsFinalizer), what antrea-controller wrote: it clears
 // status.loadBalancer.ingress and the KEP-4631 conditions (nobody
 // announces or proxies those addresses any more), then removes the
 // announcing-node annotation and the finalizer, so that no Service is left
@@ -32,11 +31,11 @@ const CleanupInterval = 2 * time.Second
 // It lists again until a pass finds no Service with the finalizer (a
 // controller still shutting down may write once more), or ctx ends; it
 // returns the number of Services it cleaned.
-func RemoveFinalizers(ctx context.Context, client kubernetes.Interface) (int, error) {
+func RemoveFinalizers(ctx context.Context, client kubernetes.Interface, class string) (int, error) {
 	cleaned := 0
 	var lastErr error
 	err := wait.PollUntilContextCancel(ctx, CleanupInterval, true, func(ctx context.Context) (bool, error) {
-		n, remaining, err := cleanupPass(ctx, client)
+		n, remaining, err := cleanupPass(ctx, client, class)
 		cleaned += n
 		lastErr = err
 		if err != nil {
@@ -49,14 +48,14 @@ func RemoveFinalizers(ctx context.Context, client kubernetes.Interface) (int, er
 		if lastErr != nil {
 			err = fmt.Errorf("%w (last error: %v)", err, lastErr)
 		}
-		return cleaned, fmt.Errorf("removing finalizer %s from Services: %w", lbapi.Finalizer, err)
+		return cleaned, fmt.Errorf("removing finalizer %s (and %s) from Services: %w", lbapi.Finalizer, lbapi.LegacyFinalizer, err)
 	}
 	return cleaned, nil
 }
 
 // cleanupPass cleans every Service listed with the finalizer. It returns
 // how many it cleaned and how many it could not.
-func cleanupPass(ctx context.Context, client kubernetes.Interface) (int, int, error) {
+func cleanupPass(ctx context.Context, client kubernetes.Interface, class string) (int, int, error) {
 	list, err := client.CoreV1().Services(metav1.NamespaceAll).List(ctx, metav1.ListOptions{})
 	if err != nil {
 		return 0, 1, err
@@ -65,10 +64,10 @@ func cleanupPass(ctx context.Context, client kubernetes.Interface) (int, int, er
 	var firstErr error
 	for i := range list.Items {
 		svc := &list.Items[i]
-		if !hasFinalizer(svc.Finalizers) {
+		if !ownsFinalizer(svc, class) {
 			continue
 		}
-		if err := cleanupService(ctx, client, svc); err != nil {
+		if err := cleanupService(ctx, client, svc, class); err != nil {
 			remaining++
 			if firstErr == nil {
 				firstErr = fmt.Errorf("Service %s/%s: %w", svc.Namespace, svc.Name, err)
@@ -82,7 +81,7 @@ func cleanupPass(ctx context.Context, client kubernetes.Interface) (int, int, er
 }
 
 // cleanupService unpublishes one Service, reading it again on a conflict.
-func cleanupService(ctx context.Context, client kubernetes.Interface, svc *v1.Service) error {
+func cleanupService(ctx context.Context, client kubernetes.Interface, svc *v1.Service, class string) error {
 	first := true
 	return retry.RetryOnConflict(retry.DefaultRetry, func() error {
 		if !first {
@@ -96,7 +95,7 @@ func cleanupService(ctx context.Context, client kubernetes.Interface, svc *v1.Se
 			svc = fresh
 		}
 		first = false
-		if !hasFinalizer(svc.Finalizers) {
+		if !ownsFinalizer(svc, class) {
 			return nil
 		}
 		return unpublish(ctx, client, svc)
@@ -124,7 +123,7 @@ func unpublish(ctx context.Context, client kubernetes.Interface, svc *v1.Service
 		svc = out
 	}
 	upd := svc.DeepCopy()
-	upd.Finalizers = slices.DeleteFunc(upd.Finalizers, func(f string) bool { return f == lbapi.Finalizer })
+	upd.Finalizers = withoutFinalizer(upd.Finalizers)
 	delete(upd.Annotations, lbapi.AnnotationAnnouncingNode)
 	if _, err := client.CoreV1().Services(svc.Namespace).Update(ctx, upd, metav1.UpdateOptions{}); err != nil && !apierrors.IsNotFound(err) {
 		return err

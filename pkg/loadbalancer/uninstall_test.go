@@ -18,7 +18,9 @@ import (
 // controller: every Service with the finalizer loses it, the
 // announcing-node annotation, the ingress and the KEP-4631 conditions;
 // other finalizers, annotations and conditions stay; Services without the
-// finalizer are not written. Write conflicts are retried on a fresh copy.
+// finalizer, or with the well-known one and another provider's class, are not
+// written; the legacy finalizer is removed too. Write conflicts are retried
+// on a fresh copy.
 func TestRemoveFinalizers(t *testing.T) {
 	vip := v1.LoadBalancerIPModeVIP
 	other := metav1.Condition{Type: "example.com/Other", Status: metav1.ConditionTrue, Reason: "Fine", LastTransitionTime: metav1.NewTime(t0)}
@@ -37,14 +39,23 @@ func TestRemoveFinalizers(t *testing.T) {
 	foreign := lbService("foreign", inNamespace("b"), func(s *v1.Service) {
 		s.Status.LoadBalancer.Ingress = []v1.LoadBalancerIngress{{IP: "192.0.2.9"}}
 	})
-	client := fake.NewClientset(lbService("web", inNamespace("a"), ours), lbService("stuck", inNamespace("b"), ours, deleting), foreign)
+	// Another provider (a cloud's service controller) writes the same well-known finalizer on
+	// Services of its own class: never ours to remove.
+	otherClass := lbService("cloud", inNamespace("b"), func(s *v1.Service) {
+		s.Spec.LoadBalancerClass = ptrTo("example.com/cloud")
+		s.Finalizers = []string{lbapi.Finalizer}
+		s.Status.LoadBalancer.Ingress = []v1.LoadBalancerIngress{{IP: "192.0.2.10"}}
+	})
+	legacy := func(s *v1.Service) { s.Finalizers = []string{"example.com/keep", lbapi.LegacyFinalizer} }
+	client := fake.NewClientset(lbService("web", inNamespace("a"), ours), lbService("stuck", inNamespace("b"), ours, deleting),
+		lbService("old", inNamespace("a"), ours, legacy), foreign, otherClass)
 	_, statusConflicts := apiServerLike(client, true)
 
-	n, err := RemoveFinalizers(context.Background(), client)
+	n, err := RemoveFinalizers(context.Background(), client, testClass)
 	require.NoError(t, err)
-	require.Equal(t, 2, n)
-	require.Equal(t, int64(2), statusConflicts.Load(), "each first status write met a conflict and was redone")
-	for _, key := range [][2]string{{"a", "web"}, {"b", "stuck"}} {
+	require.Equal(t, 3, n)
+	require.Equal(t, int64(3), statusConflicts.Load(), "each first status write met a conflict and was redone")
+	for _, key := range [][2]string{{"a", "web"}, {"b", "stuck"}, {"a", "old"}} {
 		svc, err := client.CoreV1().Services(key[0]).Get(context.Background(), key[1], metav1.GetOptions{})
 		require.NoError(t, err)
 		require.Equal(t, []string{"example.com/keep"}, svc.Finalizers, key)
@@ -56,10 +67,12 @@ func TestRemoveFinalizers(t *testing.T) {
 	for _, a := range client.Actions() {
 		if u, ok := a.(k8stesting.UpdateAction); ok {
 			updates++
-			require.NotEqual(t, "foreign", u.GetObject().(*v1.Service).Name, "a Service without the finalizer was written")
+			name := u.GetObject().(*v1.Service).Name
+			require.NotEqual(t, "foreign", name, "a Service without the finalizer was written")
+			require.NotEqual(t, "cloud", name, "another provider's Service was written")
 		}
 	}
-	require.Equal(t, 6, updates, "per Service: a conflicting status write, the status write, the metadata write")
+	require.Equal(t, 9, updates, "per Service: a conflicting status write, the status write, the metadata write")
 	got, err := client.CoreV1().Services("b").Get(context.Background(), "foreign", metav1.GetOptions{})
 	require.NoError(t, err)
 	require.Equal(t, foreign.Status, got.Status)

@@ -19,6 +19,7 @@ import (
 	"k8s.io/client-go/kubernetes/fake"
 	k8stesting "k8s.io/client-go/testing"
 
+	"github.com/antrea-proxy/antrea-proxy/pkg/config"
 	"github.com/antrea-proxy/antrea-proxy/pkg/lbapi"
 	"github.com/antrea-proxy/antrea-proxy/pkg/loadbalancer"
 )
@@ -87,7 +88,7 @@ func TestCleanupRBAC(t *testing.T) {
 	svc.Annotations = map[string]string{lbapi.AnnotationAnnouncingNode: "192.168.240.1=node-a"}
 	svc.Status.LoadBalancer.Ingress = []corev1.LoadBalancerIngress{{IP: "192.168.240.1"}}
 	cs := fakeWithConflict(svc)
-	n, err := loadbalancer.RemoveFinalizers(context.Background(), cs)
+	n, err := loadbalancer.RemoveFinalizers(context.Background(), cs, config.DefaultLoadBalancerClass)
 	require.NoError(t, err)
 	require.Equal(t, 1, n)
 	got, err := cs.CoreV1().Services("default").Get(context.Background(), "web", metav1.GetOptions{})

@@ -45,8 +45,9 @@ type Cluster struct {
 
 // Start brings up a cluster of n nodes: the underlay, the control plane (kube-apiserver
 // advertising the underlay address, kube-controller-manager with the workload controllers,
-// kube-scheduler) and the nodes, and waits until every Node is registered. It needs the images of
-// hack/images.sh. Everything is removed when the test ends, also when it fails.
+// kube-scheduler), the cluster DNS objects (dns.go) and the nodes, and waits until every Node is
+// registered. It needs the images of hack/images.sh. Everything is removed when the test ends,
+// also when it fails.
 func Start(t testing.TB, n int) *Cluster {
 	t.Helper()
 	root, err := framework.RepoRoot()
@@ -89,13 +90,14 @@ func Start(t testing.TB, n int) *Cluster {
 	}
 	c.startScheduler(t)
 	c.APIServer, c.KubernetesIP = underlayURL, c.kubernetesClusterIP(t)
+	c.installDNS(t)
 	for i := 0; i < n; i++ {
 		node := &Node{Name: fmt.Sprintf("%snode%d", namePrefix, i+1), IP: nodeIP(i)}
 		node.Dir = filepath.Join(c.Dir, node.Name)
 		if err := createNodeNetNS(node.Name, node.IP); err != nil {
 			t.Fatal(err)
 		}
-		cfg := nodeConfig{apiServer: underlayURL, caFile: cp.CAFile, pauseImage: c.Images["pause"]}
+		cfg := nodeConfig{apiServer: underlayURL, caFile: cp.CAFile, pauseImage: c.Images["pause"], dnsIP: dnsServiceIP(c.KubernetesIP)}
 		if err := node.writeFiles(cfg, func(path string) error {
 			return c.writeKubeconfig(path, underlayURL, "system:node:"+node.Name, "system:nodes")
 		}); err != nil {

@@ -7,7 +7,8 @@
 #   localhost/antrea-proxy/antrea-controller:<tag> build/images/controller/Dockerfile, final stage FROM scratch
 #   localhost/antrea-proxy/pause:<tag>             build/images/pause: test/cluster/pause, the sandbox image
 #   localhost/antrea-proxy/echoserver:<tag>        build/images/echoserver: test/e2e/echoserver, FROM scratch
-#   localhost/antrea-proxy/coredns:<version>       the cluster DNS (hack/images-upstream.sh)
+#   localhost/antrea-proxy/coredns, agnhost         the cluster DNS and the upstream e2e image
+#                                                  (hack/images-upstream.sh; agnhost with IMAGES_E2E=1)
 #
 # and saves each one as a docker-archive tarball under _output/images/ (<name>.tar), which
 # `ctr -n k8s.io images import` loads into containerd. Every step is keyed by a hash of its inputs
@@ -186,5 +187,6 @@ for name in pause echoserver; do
   save "$name" "$ref" "$key"
 done
 build_coredns_image
+if [ "${IMAGES_E2E:-}" = 1 ]; then build_agnhost_image; fi
 log "all images built; tarballs:"
 ls -l "$OUT"/*.tar >&2

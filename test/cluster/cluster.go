@@ -50,6 +50,22 @@ type Cluster struct {
 // also when it fails.
 func Start(t testing.TB, n int) *Cluster {
 	t.Helper()
+	return StartWith(t, Options{Nodes: n})
+}
+
+// Options shape a cluster beyond Start's defaults.
+type Options struct {
+	// Nodes is the node count.
+	Nodes int
+	// DefaultControllers runs kube-controller-manager with its default controllers (the upstream
+	// e2e suite expects them: endpoints, job, ttl, ...) instead of the workload set Start picks.
+	DefaultControllers bool
+}
+
+// StartWith is Start with Options.
+func StartWith(t testing.TB, o Options) *Cluster {
+	t.Helper()
+	n := o.Nodes
 	root, err := framework.RepoRoot()
 	if err != nil {
 		t.Fatal(err)
@@ -73,13 +89,7 @@ func Start(t testing.TB, n int) *Cluster {
 			// kubectl exec/logs: kube-apiserver dials the kubelets on their underlay address.
 			"--kubelet-preferred-address-types=InternalIP",
 		},
-		ExtraControllerManagerArgs: []string{"--controllers=" + strings.Join([]string{
-			"endpointslice-controller", "serviceaccount-controller", "serviceaccount-token-controller",
-			"namespace-controller", "garbage-collector-controller", "node-ipam-controller",
-			"root-ca-certificate-publisher-controller", "clusterrole-aggregation-controller",
-			"deployment-controller", "replicaset-controller", "daemonset-controller",
-			"node-lifecycle-controller",
-		}, ",")},
+		ExtraControllerManagerArgs: []string{"--controllers=" + controllers(o.DefaultControllers)},
 	})
 	c.CP = cp
 	port := cp.APIServerURL[strings.LastIndex(cp.APIServerURL, ":")+1:]
@@ -123,6 +133,21 @@ func Start(t testing.TB, n int) *Cluster {
 		return len(nodes.Items) == n, fmt.Sprintf("%d registered", len(nodes.Items)), nil
 	})
 	return c
+}
+
+// controllers is kube-controller-manager's --controllers: its defaults ("*"), or the workload
+// controllers the project's own suites need.
+func controllers(defaults bool) string {
+	if defaults {
+		return "*"
+	}
+	return strings.Join([]string{
+		"endpointslice-controller", "serviceaccount-controller", "serviceaccount-token-controller",
+		"namespace-controller", "garbage-collector-controller", "node-ipam-controller",
+		"root-ca-certificate-publisher-controller", "clusterrole-aggregation-controller",
+		"deployment-controller", "replicaset-controller", "daemonset-controller",
+		"node-lifecycle-controller",
+	}, ",")
 }
 
 // loadImages reads the image references and tarballs from hack/images.sh --list.

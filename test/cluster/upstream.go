@@ -3,6 +3,7 @@
 package cluster
 
 import (
+	"context"
 	"encoding/xml"
 	"errors"
 	"fmt"
@@ -14,6 +15,8 @@ import (
 	"strconv"
 	"strings"
 	"time"
+
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 )
 
 // UpstreamOptions configure a run of the upstream Kubernetes e2e suite (e2e.test of
@@ -116,6 +119,23 @@ func (c *Cluster) AddExternalClient() error {
 	return runAll(cmds...)
 }
 
+// RoutePodCIDRs routes every node's podCIDR from the host via the node's underlay address, as a
+// control-plane machine of a real cluster reaches the Pod network: kube-apiserver's proxy to Pods
+// and Services (which the suite uses to read Pod responses) dials Pod IPs from the host.
+func (c *Cluster) RoutePodCIDRs(ctx context.Context) error {
+	var cmds [][]string
+	for _, n := range c.Nodes {
+		node, err := c.CP.Client.CoreV1().Nodes().Get(ctx, n.Name, metav1.GetOptions{})
+		if err != nil {
+			return err
+		}
+		for _, cidr := range node.Spec.PodCIDRs {
+			cmds = append(cmds, []string{"ip", "route", "replace", cidr, "via", n.IP.String()})
+		}
+	}
+	return runAll(cmds...)
+}
+
 // RouteIntoUnderlay routes a prefix from the host onto the underlay's link (on-link), from
 // externalClient: a packet the host sends there (the suite's checks of LoadBalancer IPs) reaches
 // the nodes' ARP answers or nothing, and never the host's default route.
@@ -209,14 +229,17 @@ func Summary(results []SpecResult) string {
 	return fmt.Sprintf("%d passed, %d failed, %d skipped\n%s", count["passed"], count["failed"], count["skipped"], b.String())
 }
 
-// upstreamArgs are ginkgo's arguments for a run of e2e.test against the kubeconfig.
-func upstreamArgs(o UpstreamOptions, e2eTest, kubeconfig string) []string {
+// upstreamArgs are ginkgo's arguments for a run of e2e.test against the kubeconfig of a cluster
+// of nodes nodes. --num-nodes: only ginkgo's first process detects the node count, the others
+// would skip the specs that need two nodes ("Requires at least 2 nodes (not -1)").
+func upstreamArgs(o UpstreamOptions, e2eTest, kubeconfig string, nodes int) []string {
 	return []string{
 		"--procs=" + strconv.Itoa(o.Procs), "--timeout=" + o.Timeout.String(), "--no-color",
 		"--focus=" + o.Focus, "--skip=" + o.Skip,
 		e2eTest, "--",
 		"--kubeconfig=" + kubeconfig,
 		"--provider=skeleton",
+		"--num-nodes=" + strconv.Itoa(nodes),
 		"--disable-log-dump",
 		"--prepull-images=false",
 		"--report-dir=" + o.OutDir,

@@ -54,6 +54,10 @@ func TestUpstreamE2E(t *testing.T) {
 	if err := RouteIntoUnderlay(LBPool); err != nil {
 		t.Fatal(err)
 	}
+	// And kube-apiserver reaches the Pods, as on a control-plane node.
+	if err := c.RoutePodCIDRs(context.Background()); err != nil {
+		t.Fatal(err)
+	}
 	if err := os.MkdirAll(o.OutDir, 0o755); err != nil {
 		t.Fatal(err)
 	}
@@ -61,7 +65,7 @@ func TestUpstreamE2E(t *testing.T) {
 	if err := os.WriteFile(repo, []byte(repoList()), 0o644); err != nil {
 		t.Fatal(err)
 	}
-	runErr := runUpstream(t, o, root, upstreamArgs(o, filepath.Join(bin, "e2e.test"), c.Kubeconfig), repo)
+	runErr := runUpstream(t, o, root, upstreamArgs(o, filepath.Join(bin, "e2e.test"), c.Kubeconfig, len(c.Nodes)), repo)
 	junit, err := os.ReadFile(filepath.Join(o.OutDir, "junit_01.xml"))
 	if err != nil {
 		t.Fatalf("the suite wrote no JUnit report (%v): %v; see %s", runErr, err, o.OutDir)

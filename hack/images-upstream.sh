@@ -24,37 +24,42 @@ upstream_image_list() {
   fi
 }
 
-build_coredns_image() {
-  local ref key ctx
-  ref=$REPO/coredns:$(coredns_version)
-  key=$(hash_inputs "$GO_VERSION" hack/tools/coredns build/images/coredns)
-  if up_to_date coredns "$key" "$ref" && [ -s "$OUT/coredns.tar" ]; then
-    log "coredns: up to date ($ref)"
+# image_from_module NAME REF KEY MODDIR PKG [FILE...] [-- PODMAN_BUILD_ARG...]: unless NAME is
+# up to date with KEY, compiles PKG in the module MODDIR (static) into a build context with the
+# FILEs, builds build/images/NAME/Dockerfile there as REF and saves it.
+image_from_module() {
+  local name=$1 ref=$2 key=$3 moddir=$4 pkg=$5 ctx
+  shift 5
+  if up_to_date "$name" "$key" "$ref" && [ -s "$OUT/$name.tar" ]; then
+    log "$name: up to date ($ref)"
     return
   fi
   ctx=$(mktemp -d)
-  log "coredns: go build of hack/tools/coredns (about 2 minutes with a cold Go cache)"
-  timed coredns-build sh -c "cd hack/tools/coredns && CGO_ENABLED=0 go build -trimpath -ldflags '-s -w' -o '$ctx/coredns' ."
-  timed coredns podman build -t "$ref" -f build/images/coredns/Dockerfile "$ctx"
+  log "$name: go build of $pkg ($moddir)"
+  timed "$name-build" sh -c "cd '$moddir' && CGO_ENABLED=0 go build -trimpath -ldflags '-s -w' -o '$ctx/$name' '$pkg'"
+  while [ $# -gt 0 ] && [ "$1" != -- ]; do
+    cp "$1" "$ctx/"
+    shift
+  done
+  [ $# -gt 0 ] && shift
+  log "$name: podman build (build/images/$name/Dockerfile)"
+  timed "$name" podman build "$@" -t "$ref" -f "build/images/$name/Dockerfile" "$ctx"
   rm -rf "$ctx"
-  save coredns "$ref" "$key"
+  save "$name" "$ref" "$key"
 }
 
+build_coredns_image() {
+  image_from_module coredns "$REPO/coredns:$(coredns_version)" \
+    "$(hash_inputs "$GO_VERSION" hack/tools/coredns build/images/coredns)" hack/tools/coredns .
+}
+
+# agnhost's image: the binary, the porter's test certificate, and (RUN apt-get) its tools on the
+# Debian base.
 build_agnhost_image() {
-  local ref key ctx src
-  ref=$REPO/agnhost:$(agnhost_version)
+  local src
   src=$(kubernetes_dir)/test/images/agnhost
-  key=$(hash_inputs "$base_key" "$GO_VERSION" hack/tools/e2e/go.mod hack/tools/e2e/go.sum build/images/agnhost)
-  if up_to_date agnhost "$key" "$ref" && [ -s "$OUT/agnhost.tar" ]; then
-    log "agnhost: up to date ($ref)"
-    return
-  fi
-  ctx=$(mktemp -d)
-  log "agnhost: building k8s.io/kubernetes/test/images/agnhost $(agnhost_version)"
-  timed agnhost-build sh -c "cd hack/tools/e2e && CGO_ENABLED=0 go build -trimpath -ldflags '-s -w' -o '$ctx/agnhost' k8s.io/kubernetes/test/images/agnhost"
-  cp "$src/porter/localhost.crt" "$src/porter/localhost.key" "$ctx/"
-  log "agnhost: podman build (build/images/agnhost/Dockerfile, base $BASE_REF; apt-get from Debian)"
-  timed agnhost podman build --build-arg BASE_IMAGE="$BASE_REF" -t "$ref" -f build/images/agnhost/Dockerfile "$ctx"
-  rm -rf "$ctx"
-  save agnhost "$ref" "$key"
+  image_from_module agnhost "$REPO/agnhost:$(agnhost_version)" \
+    "$(hash_inputs "$base_key" "$GO_VERSION" hack/tools/e2e/go.mod hack/tools/e2e/go.sum build/images/agnhost)" \
+    hack/tools/e2e k8s.io/kubernetes/test/images/agnhost "$src/porter/localhost.crt" "$src/porter/localhost.key" \
+    -- --build-arg BASE_IMAGE="$BASE_REF"
 }

@@ -4,6 +4,8 @@
 #
 #   hack/cluster.sh test      make images, then TestRealCluster (make test-cluster)
 #   hack/cluster.sh demo      the same cluster with the chart installed, left running (make demo-cluster)
+#   hack/cluster.sh upstream  the upstream Kubernetes e2e suite against the cluster (make test-upstream-e2e,
+#                             docs/conformance.md; hack/build-e2e.sh builds it, IMAGES_E2E=1 the agnhost image)
 #   hack/cluster.sh down      stop the demo cluster
 #   hack/cluster.sh cleanup   remove everything a cluster left behind (also run on failure/interrupt)
 #
@@ -86,6 +88,15 @@ case "${1:-}" in
     trap 'exit 130' INT TERM
     CLUSTER_NODES=$NODES go test -count=1 -tags cluster -run '^TestRealCluster$' -timeout 30m -v ./test/cluster/
     ;;
+  upstream)
+    export IMAGES_E2E=1
+    prepare
+    bash hack/build-e2e.sh
+    save_sysctls
+    trap 'cleanup; restore_sysctls' EXIT
+    trap 'exit 130' INT TERM
+    CLUSTER_NODES=$NODES go test -count=1 -tags 'cluster upstream' -run '^TestUpstreamE2E$' -timeout 3h -v ./test/cluster/
+    ;;
   demo)
     prepare
     [ -f "$DEMO_PID" ] && kill -0 "$(cat "$DEMO_PID")" 2>/dev/null && { log "a demo cluster is already running (make demo-cluster-down)"; exit 1; }
@@ -113,5 +124,5 @@ case "${1:-}" in
     restore_sysctls
     log "demo cluster removed"
     ;;
-  *) echo "usage: $0 test|demo|down|cleanup" >&2; exit 2 ;;
+  *) echo "usage: $0 test|demo|upstream|down|cleanup" >&2; exit 2 ;;
 esac

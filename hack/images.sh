@@ -7,6 +7,8 @@
 #   localhost/antrea-proxy/antrea-controller:<tag> build/images/controller/Dockerfile, final stage FROM scratch
 #   localhost/antrea-proxy/pause:<tag>             build/images/pause: test/cluster/pause, the sandbox image
 #   localhost/antrea-proxy/echoserver:<tag>        build/images/echoserver: test/e2e/echoserver, FROM scratch
+#   localhost/antrea-proxy/coredns, agnhost         the cluster DNS and the upstream e2e image
+#                                                  (hack/images-upstream.sh; agnhost with IMAGES_E2E=1)
 #
 # and saves each one as a docker-archive tarball under _output/images/ (<name>.tar), which
 # `ctr -n k8s.io images import` loads into containerd. Every step is keyed by a hash of its inputs
@@ -24,13 +26,19 @@ REPO=localhost/antrea-proxy
 TAG=${IMAGE_TAG:-$(sed -n 's/^appVersion: *"\{0,1\}\([^"]*\)"\{0,1\}/\1/p' build/charts/antrea-proxy/Chart.yaml)}
 VERSION=${VERSION:-$(git describe --tags --always --dirty 2>/dev/null || echo dev)}
 MIRROR=${DEBIAN_MIRROR:-http://deb.debian.org/debian}
+# RUN steps in a chroot rather than an OCI runtime container: crun refuses machines with a hybrid
+# cgroup v1/v2 layout ("cgroups in hybrid mode not supported"), and a build needs no cgroup.
+export BUILDAH_ISOLATION=${BUILDAH_ISOLATION:-chroot}
 SUITE=bookworm
 GO_VERSION=$(go env GOVERSION)
 BASE_REF=$REPO/debian-base:$SUITE
 GO_REF=$REPO/golang:${GO_VERSION#go}
+# shellcheck source=hack/images-upstream.sh
+. hack/images-upstream.sh
 
 if [ "${1:-}" = --list ]; then
   for n in antrea-agent antrea-controller pause echoserver; do echo "$REPO/$n:$TAG $OUT/$n.tar"; done
+  upstream_image_list
   exit 0
 fi
 
@@ -178,5 +186,7 @@ for name in pause echoserver; do
   rm -rf "$ctx"
   save "$name" "$ref" "$key"
 done
+build_coredns_image
+if [ "${IMAGES_E2E:-}" = 1 ]; then build_agnhost_image; fi
 log "all images built; tarballs:"
 ls -l "$OUT"/*.tar >&2

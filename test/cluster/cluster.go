@@ -45,10 +45,27 @@ type Cluster struct {
 
 // Start brings up a cluster of n nodes: the underlay, the control plane (kube-apiserver
 // advertising the underlay address, kube-controller-manager with the workload controllers,
-// kube-scheduler) and the nodes, and waits until every Node is registered. It needs the images of
-// hack/images.sh. Everything is removed when the test ends, also when it fails.
+// kube-scheduler), the cluster DNS objects (dns.go) and the nodes, and waits until every Node is
+// registered. It needs the images of hack/images.sh. Everything is removed when the test ends,
+// also when it fails.
 func Start(t testing.TB, n int) *Cluster {
 	t.Helper()
+	return StartWith(t, Options{Nodes: n})
+}
+
+// Options shape a cluster beyond Start's defaults.
+type Options struct {
+	// Nodes is the node count.
+	Nodes int
+	// DefaultControllers runs kube-controller-manager with its default controllers (the upstream
+	// e2e suite expects them: endpoints, job, ttl, ...) instead of the workload set Start picks.
+	DefaultControllers bool
+}
+
+// StartWith is Start with Options.
+func StartWith(t testing.TB, o Options) *Cluster {
+	t.Helper()
+	n := o.Nodes
 	root, err := framework.RepoRoot()
 	if err != nil {
 		t.Fatal(err)
@@ -72,13 +89,7 @@ func Start(t testing.TB, n int) *Cluster {
 			// kubectl exec/logs: kube-apiserver dials the kubelets on their underlay address.
 			"--kubelet-preferred-address-types=InternalIP",
 		},
-		ExtraControllerManagerArgs: []string{"--controllers=" + strings.Join([]string{
-			"endpointslice-controller", "serviceaccount-controller", "serviceaccount-token-controller",
-			"namespace-controller", "garbage-collector-controller", "node-ipam-controller",
-			"root-ca-certificate-publisher-controller", "clusterrole-aggregation-controller",
-			"deployment-controller", "replicaset-controller", "daemonset-controller",
-			"node-lifecycle-controller",
-		}, ",")},
+		ExtraControllerManagerArgs: []string{"--controllers=" + controllers(o.DefaultControllers)},
 	})
 	c.CP = cp
 	port := cp.APIServerURL[strings.LastIndex(cp.APIServerURL, ":")+1:]
@@ -89,13 +100,14 @@ func Start(t testing.TB, n int) *Cluster {
 	}
 	c.startScheduler(t)
 	c.APIServer, c.KubernetesIP = underlayURL, c.kubernetesClusterIP(t)
+	c.installDNS(t)
 	for i := 0; i < n; i++ {
 		node := &Node{Name: fmt.Sprintf("%snode%d", namePrefix, i+1), IP: nodeIP(i)}
 		node.Dir = filepath.Join(c.Dir, node.Name)
 		if err := createNodeNetNS(node.Name, node.IP); err != nil {
 			t.Fatal(err)
 		}
-		cfg := nodeConfig{apiServer: underlayURL, caFile: cp.CAFile, pauseImage: c.Images["pause"]}
+		cfg := nodeConfig{apiServer: underlayURL, caFile: cp.CAFile, pauseImage: c.Images["pause"], dnsIP: dnsServiceIP(c.KubernetesIP)}
 		if err := node.writeFiles(cfg, func(path string) error {
 			return c.writeKubeconfig(path, underlayURL, "system:node:"+node.Name, "system:nodes")
 		}); err != nil {
@@ -121,6 +133,21 @@ func Start(t testing.TB, n int) *Cluster {
 		return len(nodes.Items) == n, fmt.Sprintf("%d registered", len(nodes.Items)), nil
 	})
 	return c
+}
+
+// controllers is kube-controller-manager's --controllers: its defaults ("*"), or the workload
+// controllers the project's own suites need.
+func controllers(defaults bool) string {
+	if defaults {
+		return "*"
+	}
+	return strings.Join([]string{
+		"endpointslice-controller", "serviceaccount-controller", "serviceaccount-token-controller",
+		"namespace-controller", "garbage-collector-controller", "node-ipam-controller",
+		"root-ca-certificate-publisher-controller", "clusterrole-aggregation-controller",
+		"deployment-controller", "replicaset-controller", "daemonset-controller",
+		"node-lifecycle-controller",
+	}, ",")
 }
 
 // loadImages reads the image references and tarballs from hack/images.sh --list.

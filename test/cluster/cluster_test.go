@@ -55,6 +55,7 @@ func TestRealCluster(t *testing.T) {
 	checkPodIPs(t, c)
 
 	svc := getService(t, c, "echo")
+	checkClusterDNS(t, c, svc.Spec.ClusterIP)
 	seen := probeUntilAllBackends(t, c, svc.Spec.ClusterIP, 80)
 	t.Logf("ClusterIP %s answered from %v", svc.Spec.ClusterIP, seen)
 

@@ -7,6 +7,7 @@ import (
 	"context"
 	"fmt"
 	"io"
+	"net/netip"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -56,10 +57,14 @@ func (c *Cluster) Helm(t testing.TB, args ...string) {
 	t.Logf("helm %s:\n%s", strings.Join(args, " "), tail(out, 8))
 }
 
+// LBPool is the cluster's LoadBalancer address pool (VIP mode), which InstallArgs gives
+// antrea-controller: the chart's values do not have to ship one.
+var LBPool = netip.MustParsePrefix("192.168.240.0/28")
+
 // InstallArgs are the only values the cluster overrides: the local image references, the
-// userspace datapath, what replacing kube-proxy takes (no kube-proxy runs on the nodes):
-// proxyAll, and the apiserver's own address for the agents and the controller, and a
-// LoadBalancer pool (the chart ships none).
+// userspace datapath, the LoadBalancer pool LBPool, and what replacing kube-proxy takes (no
+// kube-proxy runs on the nodes): proxyAll, and the apiserver's own address for the agents and the
+// controller.
 func (c *Cluster) InstallArgs() []string {
 	repo := func(name string) string { return c.Images[name][:strings.LastIndex(c.Images[name], ":")] }
 	return []string{
@@ -68,7 +73,7 @@ func (c *Cluster) InstallArgs() []string {
 		"--set", "ovs.datapathType=netdev",
 		"--set", "antreaProxy.proxyAll=true",
 		"--set", "kubeAPIServerOverride=" + c.APIServer,
-		"--set-json", `lbPools=[{"name":"default","cidrs":["192.168.240.0/28"]}]`,
+		"--set-json", fmt.Sprintf(`lbPools=[{"name":"cluster","cidrs":[%q]}]`, LBPool),
 	}
 }
 

@@ -32,6 +32,7 @@ type nodeConfig struct {
 	caFile     string
 	caPEM      []byte
 	pauseImage string
+	dnsIP      netip.Addr // the kube-dns ClusterIP, the Pods' nameserver
 }
 
 // containerdConfig is containerd 1.6's configuration for a node. restrict_oom_score_adj: the
@@ -59,7 +60,8 @@ disabled_plugins = ["io.containerd.internal.v1.opt", "io.containerd.snapshotter.
 
 // kubeletConfig: failCgroupV1 because the machine has a cgroup v1 hierarchy; cgroupRoot keeps
 // each node's Pods in its own cgroup subtree; the apiserver's kubelet client is anonymous here,
-// so authorization is AlwaysAllow (the port is reachable only on the underlay).
+// so authorization is AlwaysAllow (the port is reachable only on the underlay); clusterDNS is
+// the kube-dns ClusterIP (dns.go).
 const kubeletConfig = `apiVersion: kubelet.config.k8s.io/v1beta1
 kind: KubeletConfiguration
 failCgroupV1: false
@@ -72,6 +74,8 @@ healthzBindAddress: 127.0.0.1
 oomScoreAdj: 0
 failSwapOn: false
 clusterDomain: cluster.local
+clusterDNS:
+- %[5]s
 authentication:
   anonymous:
     enabled: true
@@ -97,7 +101,7 @@ func (n *Node) writeFiles(cfg nodeConfig, kubeconfig func(path string) error) er
 	}
 	files := map[string]string{
 		"containerd.toml": fmt.Sprintf(containerdConfig, n.Dir, cfg.pauseImage),
-		"kubelet.yaml":    fmt.Sprintf(kubeletConfig, n.Name, n.Dir, n.IP, cfg.caFile),
+		"kubelet.yaml":    fmt.Sprintf(kubeletConfig, n.Name, n.Dir, n.IP, cfg.caFile, cfg.dnsIP),
 	}
 	for name, content := range files {
 		if err := os.WriteFile(filepath.Join(n.Dir, name), []byte(content), 0o644); err != nil {

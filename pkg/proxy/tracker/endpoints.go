@@ -214,6 +214,12 @@ func owner(slice *discovery.EndpointSlice) (types.NamespacedName, bool) {
 	if name == "" {
 		return types.NamespacedName{}, false
 	}
+	if _, headless := slice.Labels[v1.IsHeadlessService]; headless {
+		// kube-proxy watches EndpointSlices with the selector !service.kubernetes.io/headless:
+		// a slice with the label (a headless Service's, or one labelled so by hand) serves no
+		// Service, and one that gains it is gone.
+		return types.NamespacedName{}, false
+	}
 	return types.NamespacedName{Namespace: slice.Namespace, Name: name}, true
 }
 

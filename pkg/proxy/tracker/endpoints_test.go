@@ -178,6 +178,34 @@ func TestEndpointSliceWithoutServiceLabelIgnored(t *testing.T) {
 	require.Zero(t, calls)
 }
 
+// TestEndpointSliceHeadlessLabel: like kube-proxy, whose EndpointSlice informer selects
+// !service.kubernetes.io/headless, a slice with that label serves no Service: one that gains
+// it is gone (its Service dirty, no endpoints), and one that loses it serves again (the upstream
+// e2e spec "should implement service.kubernetes.io/headless").
+func TestEndpointSliceHeadlessLabel(t *testing.T) {
+	tr := NewEndpointsChangeTracker(nil)
+	s1 := slice("foo-1", "foo", "1", "10.0.0.1")
+	tr.OnEndpointSliceAdd(s1)
+	tr.DrainDirty()
+
+	headless := slice("foo-1", "foo", "2", "10.0.0.1")
+	headless.Labels[v1.IsHeadlessService] = ""
+	tr.OnEndpointSliceUpdate(s1, headless)
+	require.Equal(t, sets.New(fooNN), tr.Dirty())
+	require.Empty(t, endpointIPs(tr, fooNN))
+	tr.DrainDirty()
+
+	tr.OnEndpointSliceUpdate(headless, slice("foo-1", "foo", "3", "10.0.0.1"))
+	require.Equal(t, sets.New(fooNN), tr.Dirty())
+	require.Equal(t, []string{"10.0.0.1"}, endpointIPs(tr, fooNN))
+	tr.DrainDirty()
+
+	other := slice("bar-1", "bar", "1", "10.0.0.2")
+	other.Labels[v1.IsHeadlessService] = ""
+	tr.OnEndpointSliceAdd(other)
+	require.Empty(t, tr.Dirty(), "a slice created with the label is ignored")
+}
+
 func TestEndpointSliceDeleteThenRecreateBeforeSync(t *testing.T) {
 	tr := NewEndpointsChangeTracker(nil)
 	s := slice("foo-1", "foo", "1", "10.0.0.1")

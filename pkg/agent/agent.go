@@ -15,6 +15,7 @@ import (
 
 	"github.com/antrea-proxy/antrea-proxy/pkg/agent/apiserver"
 	"github.com/antrea-proxy/antrea-proxy/pkg/config"
+	"github.com/antrea-proxy/antrea-proxy/pkg/ovs/conntrack"
 	"github.com/antrea-proxy/antrea-proxy/pkg/ovs/openflow"
 	"github.com/antrea-proxy/antrea-proxy/pkg/ovs/openflow/native"
 	"github.com/antrea-proxy/antrea-proxy/pkg/ovs/openflow/ofctl"
@@ -87,16 +88,15 @@ func Setup(ctx context.Context, cfg *config.AgentConfig, events proxy.EventSink)
 }
 
 // flowBridge is what the agent's components need of the OpenFlow backend: Apply and dumps
-// (the proxier, the gateway, the CNI server), counts (the healer) and conntrack flushes (the
-// proxier). Both backends implement it.
+// (the proxier, the gateway, the CNI server) and counts (the healer). Both backends implement
+// it.
 type flowBridge interface {
 	openflow.Bridge
 	openflow.FlowCounter
-	FlushConntrack(ctx context.Context, zone uint16, orig, reply openflow.CtTuple) error
 }
 
-// newFlowBridge builds the configured OpenFlow backend. The native one delegates dumps, counts
-// and conntrack flushes to ovs-ofctl; it is returned as well, for its connection monitoring.
+// newFlowBridge builds the configured OpenFlow backend. The native one delegates dumps and
+// counts to ovs-ofctl; it is returned as well, for its connection monitoring.
 func newFlowBridge(cfg *config.AgentConfig) (flowBridge, *native.Bridge) {
 	ofc := ofctl.New(mgmtSocket(cfg))
 	klog.InfoS("OpenFlow backend", "backend", cfg.OVSOpenFlowBackend, "target", ofc.Target())
@@ -149,6 +149,8 @@ func proxyOptions(ctx context.Context, cfg *config.AgentConfig, db *ovsdb.Client
 		MinSyncInterval:      ap.MinSyncInterval.Duration,
 		FullSyncPeriod:       ap.FullSyncPeriod.Duration,
 		ExternalIPCIDRs:      ap.ExternalIPPrefixes(),
+		// ovs-vswitchd's connection tracker, for the UDP conntrack reconciler.
+		Conntrack: &conntrack.Table{RunDir: cfg.OVSRunDir},
 	}
 	// No ExternalIP or LB IP may be one of the agent's virtual addresses (either family).
 	opts.NodePortVirtualIPs, opts.ServiceVirtualIPs = cfg.NodeNetwork.VirtualIPs()

@@ -7,16 +7,19 @@ import (
 
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/klog/v2"
+
+	"github.com/antrea-proxy/antrea-proxy/pkg/proxy/observe"
 )
 
-// commit records what OVS accepted (under p.mu) and returns the after-commit work: the UDP
-// conntrack flushes and the events to raise.
-func (p *Proxier) commit(in *syncInput, pl *plan, rejected map[types.NamespacedName]string) ([]udpFlush, []serviceEvent) {
+// commit records what OVS accepted (under p.mu) and returns the after-commit work: whether
+// what a UDP Service port serves changed (the conntrack reconciler runs) and the events to
+// raise.
+func (p *Proxier) commit(in *syncInput, pl *plan, rejected map[types.NamespacedName]string) (bool, []serviceEvent) {
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	pl.tx.commit()
 	p.endApplyLocked()
-	flushes := p.collectFlushes(in, pl)
+	udp := p.collectSelected(in, pl)
 	for _, o := range pl.released {
 		p.groups.release(o)
 		p.groups.release(localOwner(o))
@@ -79,35 +82,35 @@ func (p *Proxier) commit(in *syncInput, pl *plan, rejected map[types.NamespacedN
 	p.syncErr = nil
 	p.lastSync = now
 	p.syncs++
-	return flushes, events
+	return udp, events
 }
 
-// collectFlushes returns the UDP conntrack entries the committed plan made stale and records
-// what each planned owner's groups now select.
-func (p *Proxier) collectFlushes(in *syncInput, pl *plan) []udpFlush {
-	var flushes []udpFlush
+// collectSelected records what each planned owner's groups now select and reports whether a
+// UDP owner's endpoints or frontends changed, or a UDP owner went away.
+func (p *Proxier) collectSelected(in *syncInput, pl *plan) bool {
+	changed := false
+	for _, o := range pl.released {
+		changed = changed || p.ownerEndpoints[o].udp
+		delete(p.ownerEndpoints, o)
+	}
 	npAddrs := p.nodeConfig().NodePortAddresses
 	for _, nn := range pl.included {
 		for _, d := range in.computed[nn] {
-			flushes = append(flushes, udpFlushes(d, p.ownerEndpoints[d.owner].endpoints, npAddrs)...)
-		}
-	}
-	for _, o := range pl.released {
-		flushes = append(flushes, goneFlushes(p.ownerEndpoints[o])...)
-		delete(p.ownerEndpoints, o)
-	}
-	for _, nn := range pl.included {
-		for _, d := range in.computed[nn] {
+			before, had := p.ownerEndpoints[d.owner]
+			changed = changed || udpChanged(before, had, d, npAddrs)
 			p.ownerEndpoints[d.owner] = selectedOf(d)
 		}
 	}
-	return flushes
+	return changed
 }
 
-// afterCommit runs, without p.mu, what a committed sync owes: conntrack flushes, events and
-// the timer of the next quarantine retry.
-func (p *Proxier) afterCommit(ctx context.Context, flushes []udpFlush, events []serviceEvent) {
-	p.flushConntrack(ctx, flushes)
+// afterCommit runs, without p.mu, what a committed sync owes: the UDP conntrack reconciler
+// (when reconcile is set), events and the timer of the next quarantine retry.
+func (p *Proxier) afterCommit(ctx context.Context, reconcile bool, events []serviceEvent) observe.ConntrackResult {
+	var ct observe.ConntrackResult
+	if reconcile {
+		ct = p.reconcileConntrack(ctx)
+	}
 	for _, e := range events {
 		klog.InfoS("Service problem", "service", e.svc, "reason", e.reason, "message", e.message)
 		if p.opts.Events != nil {
@@ -123,4 +126,5 @@ func (p *Proxier) afterCommit(ctx context.Context, flushes []udpFlush, events []
 	if !next.IsZero() {
 		p.retry.arm(next)
 	}
+	return ct
 }

@@ -60,6 +60,10 @@ type Options struct {
 	// Observer is told about queued changes, node updates and every sync (metrics, health
 	// checks); nil means none.
 	Observer observe.Observer
+	// Conntrack is ovs-vswitchd's connection tracker, which the UDP conntrack reconciler keeps
+	// free of entries that no longer match what the Services serve (conntrack.go); nil means
+	// no reconciliation.
+	Conntrack ConntrackTable
 }
 
 func (o *Options) defaults() {

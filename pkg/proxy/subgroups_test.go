@@ -7,6 +7,7 @@ import (
 	"github.com/stretchr/testify/require"
 	"k8s.io/apimachinery/pkg/types"
 
+	"github.com/antrea-proxy/antrea-proxy/pkg/ovs/conntrack"
 	of "github.com/antrea-proxy/antrea-proxy/pkg/ovs/openflow"
 	"github.com/antrea-proxy/antrea-proxy/pkg/ovs/openflow/openflowtest"
 	"github.com/antrea-proxy/antrea-proxy/pkg/pipeline"
@@ -96,7 +97,8 @@ func TestSubGroupIDsLifecycle(t *testing.T) {
 }
 
 // TestSplitGroupsUDPFlushes pins the UDP conntrack bookkeeping of a split set: every endpoint
-// of the second-level groups counts as selected, and one that leaves is flushed.
+// of the second-level groups counts as selected, and only the entry of one that leaves is
+// stale.
 func TestSplitGroupsUDPFlushes(t *testing.T) {
 	n := pipeline.MaxGroupBuckets + 10
 	eps := make([]model.Endpoint, n)
@@ -115,7 +117,17 @@ func TestSplitGroupsUDPFlushes(t *testing.T) {
 	sel := selectedOf(before)
 	require.Len(t, sel.endpoints, n)
 	after := build(append(append([]model.Endpoint(nil), eps[:5]...), eps[6:]...))
-	flushes := udpFlushes(after, sel.endpoints, nil)
-	require.Len(t, flushes, 1)
-	require.Equal(t, netip.AddrPortFrom(eps[5].IP, 53), netip.AddrPortFrom(flushes[0].reply.Src, flushes[0].reply.SrcPort))
+	require.True(t, udpChanged(sel, true, after, nil))
+	p := &Proxier{ownerEndpoints: map[owner]selected{"o": selectedOf(after)}}
+	client := netip.MustParseAddr("10.10.0.10")
+	var entries []conntrack.Entry
+	for _, ep := range eps[4:7] {
+		entries = append(entries, conntrack.Entry{Zone: pipeline.ZoneServiceV4, Proto: conntrack.ProtoUDP,
+			Orig:  conntrack.Tuple{Src: client, Dst: port.ClusterIPs[0], SrcPort: 4000, DstPort: 53},
+			Reply: conntrack.Tuple{Src: ep.IP, Dst: client, SrcPort: 53, DstPort: 4000}})
+	}
+	stale := staleUDP(entries, p.udpServing())
+	require.Len(t, stale, 1)
+	require.Equal(t, eps[5].IP, stale[0].entry.Reply.Src)
+	require.Equal(t, StaleEndpointGone, stale[0].reason)
 }

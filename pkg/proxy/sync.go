@@ -183,15 +183,19 @@ func (p *Proxier) sync(ctx context.Context, full bool) (observe.SyncResult, erro
 		klog.ErrorS(err, "Installing flows failed; will retry", "services", len(in.names))
 		return p.syncResult(start, in.full, in.drained, nil, err), err
 	}
-	flushes, events := p.commit(in, pl, rejected)
-	p.afterCommit(ctx, flushes, events)
+	udpDirty, events := p.commit(in, pl, rejected)
+	// The conntrack reconciler runs after every sync that changed what a UDP Service port
+	// serves, and with every full resync (periodic, and the first one after a start).
+	ct := p.afterCommit(ctx, udpDirty || in.full, events)
 	included := make(map[types.NamespacedName][]desired, len(pl.included))
 	for _, nn := range pl.included {
 		included[nn] = in.computed[nn]
 	}
 	klog.V(2).InfoS("Synced", "full", in.full, "services", len(pl.included), "quarantined", len(rejected),
 		"ops", len(pl.ops), "duration", p.opts.Clock.Since(start))
-	return p.syncResult(start, in.full, in.drained, included, nil), nil
+	res := p.syncResult(start, in.full, in.drained, included, nil)
+	res.Conntrack = ct
+	return res, nil
 }
 
 // gather drains the trackers, takes this sync's node snapshot, marks dirty Services and

@@ -13,6 +13,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/kubernetes/fake"
 
+	"github.com/antrea-proxy/antrea-proxy/pkg/ovs/conntrack"
 	"github.com/antrea-proxy/antrea-proxy/test/lab"
 )
 
@@ -77,7 +78,7 @@ func TestIntegrationUDPEndpointReplaced(t *testing.T) {
 	svc := makeService("kube-system", "dns", "10.96.0.53", withPorts(v1.ServicePort{Name: "dns", Port: 53, Protocol: v1.ProtocolUDP}))
 	old := makeSlice("kube-system", "dns", "dns-1", 5353, v1.ProtocolUDP, "dns", ep{ip: "10.10.0.11", node: testNode, ready: true})
 	cs := fake.NewSimpleClientset(&v1.Node{ObjectMeta: metav1.ObjectMeta{Name: testNode}}, svc, old)
-	p, err := New(Options{NodeName: testNode, Round: 1, MinSyncInterval: 100 * time.Millisecond, FullSyncPeriod: time.Minute}, l.OF)
+	p, err := New(Options{NodeName: testNode, Round: 1, MinSyncInterval: 100 * time.Millisecond, FullSyncPeriod: time.Minute, Conntrack: &conntrack.Table{RunDir: l.OVS.RunDir}}, l.OF)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -17,6 +17,7 @@ import (
 	"k8s.io/apimachinery/pkg/util/intstr"
 	"k8s.io/client-go/kubernetes/fake"
 
+	"github.com/antrea-proxy/antrea-proxy/pkg/ovs/conntrack"
 	of "github.com/antrea-proxy/antrea-proxy/pkg/ovs/openflow"
 	"github.com/antrea-proxy/antrea-proxy/pkg/pipeline"
 	"github.com/antrea-proxy/antrea-proxy/test/lab"
@@ -61,7 +62,7 @@ func startSNATLab(t *testing.T) *snatLab {
 		dns, makeSlice("default", "dns", "dns-1", 5353, v1.ProtocolUDP, "dns", ep{ip: ep1IP, node: testNode, ready: true}),
 		web, makeSlice("default", "web", "web-1", 8080, v1.ProtocolTCP, "http", ep{ip: silentIP, node: testNode, ready: true}))
 	p, err := New(Options{NodeName: testNode, Round: 1, GatewayOFPort: sl.ext.Veth.OFPort,
-		GatewayIPv4: netip.MustParseAddr(snatVIP), MinSyncInterval: 100 * time.Millisecond, FullSyncPeriod: time.Minute}, l.OF)
+		GatewayIPv4: netip.MustParseAddr(snatVIP), MinSyncInterval: 100 * time.Millisecond, FullSyncPeriod: time.Minute, Conntrack: &conntrack.Table{RunDir: l.OVS.RunDir}}, l.OF)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -284,7 +285,7 @@ func TestIntegrationHairpinUDPBeforeReply(t *testing.T) {
 		Protocol: v1.ProtocolUDP, TargetPort: intstr.FromInt32(5353)}))
 	cs := fake.NewSimpleClientset(&v1.Node{ObjectMeta: metav1.ObjectMeta{Name: testNode}}, svc,
 		makeSlice("default", "self", "self-1", 5353, v1.ProtocolUDP, "dns", ep{ip: pod.IP, node: testNode, ready: true}))
-	p, err := New(Options{NodeName: testNode, Round: 1, MinSyncInterval: 100 * time.Millisecond, FullSyncPeriod: time.Minute}, l.OF)
+	p, err := New(Options{NodeName: testNode, Round: 1, MinSyncInterval: 100 * time.Millisecond, FullSyncPeriod: time.Minute, Conntrack: &conntrack.Table{RunDir: l.OVS.RunDir}}, l.OF)
 	if err != nil {
 		t.Fatal(err)
 	}

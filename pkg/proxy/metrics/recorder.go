@@ -41,6 +41,8 @@ type Recorder struct {
 	flows               prometheus.Gauge
 	groups              prometheus.Gauge
 	failures            prometheus.Counter
+	ctRemoved           *prometheus.CounterVec
+	ctFailures          prometheus.Counter
 
 	mu sync.Mutex
 	// installed is the last summary of every installed Service; totals is their sum.
@@ -83,6 +85,12 @@ func NewRecorder(clk clock.PassiveClock) *Recorder {
 	r.flows = r.gauge("flows_installed", "Number of OpenFlow flows the proxier has installed.")
 	r.groups = r.gauge("groups_installed", "Number of OpenFlow groups the proxier has installed.")
 	r.failures = r.counter("sync_failures_total", "Cumulative syncs that failed to install flows.")
+	r.ctRemoved = prometheus.NewCounterVec(prometheus.CounterOpts{
+		Namespace: Namespace, Name: "udp_conntrack_entries_removed_total",
+		Help: "Cumulative stale UDP conntrack entries the reconciler deleted, by reason (EndpointGone, ServiceGone, NoEndpointsThen).",
+	}, []string{"reason"})
+	r.registry.MustRegister(r.ctRemoved)
+	r.ctFailures = r.counter("udp_conntrack_reconcile_failures_total", "Cumulative conntrack dumps and deletions of the UDP conntrack reconciler that failed.")
 	// Both label values exist from the start, as kube-proxy's do after its first sync.
 	r.noLocal.WithLabelValues(TrafficPolicyInternal).Set(0)
 	r.noLocal.WithLabelValues(TrafficPolicyExternal).Set(0)
@@ -135,6 +143,10 @@ func (r *Recorder) SyncDone(res observe.SyncResult) {
 		r.partialSyncDuration.Observe(secs)
 	}
 	r.serviceChanges.Add(float64(res.ServiceChanges))
+	for reason, n := range res.Conntrack.Removed {
+		r.ctRemoved.WithLabelValues(reason).Add(float64(n))
+	}
+	r.ctFailures.Add(float64(res.Conntrack.Failures))
 	r.endpointChanges.Add(float64(res.EndpointChanges))
 
 	r.mu.Lock()

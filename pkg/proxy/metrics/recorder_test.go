@@ -220,3 +220,15 @@ func TestServeListenError(t *testing.T) {
 	err = NewRecorder(nil).Serve(context.Background(), ln.Addr().String())
 	require.ErrorContains(t, err, ln.Addr().String())
 }
+
+// TestRecorderConntrack: the UDP conntrack reconciler's removals add up per reason, and its
+// failures in one counter.
+func TestRecorderConntrack(t *testing.T) {
+	r := NewRecorder(nil)
+	r.SyncDone(observe.SyncResult{Full: true, Conntrack: observe.ConntrackResult{Removed: map[string]int{"EndpointGone": 2, "ServiceGone": 1}}})
+	r.SyncDone(observe.SyncResult{Conntrack: observe.ConntrackResult{Removed: map[string]int{"EndpointGone": 3}, Failures: 1}})
+	s := gather(t, r)
+	require.Equal(t, 5.0, s.value(t, "udp_conntrack_entries_removed_total", "reason", "EndpointGone"))
+	require.Equal(t, 1.0, s.value(t, "udp_conntrack_entries_removed_total", "reason", "ServiceGone"))
+	require.Equal(t, 1.0, s.value(t, "udp_conntrack_reconcile_failures_total"))
+}

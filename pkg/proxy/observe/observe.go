@@ -46,6 +46,17 @@ type SyncResult struct {
 	// NodeAddresses are the node addresses that serve NodePorts (health check NodePorts listen
 	// on them).
 	NodeAddresses []netip.Addr
+	// Conntrack is what the UDP conntrack reconciler did after this sync (zero when it did not
+	// run).
+	Conntrack ConntrackResult
+}
+
+// ConntrackResult is one run of the UDP conntrack reconciler.
+type ConntrackResult struct {
+	// Removed counts the stale entries deleted, by reason (proxy.StaleEndpointGone, ...).
+	Removed map[string]int
+	// Failures counts the dumps and deletions that failed (retried by the next run).
+	Failures int
 }
 
 // ServiceSummary is what one Service has installed, as needed by metrics and health checks.

@@ -1,0 +1,80 @@
+package node
+
+import (
+	"fmt"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/require"
+)
+
+// TestIntegrationARPSpoofGuard: pod a, on a node with pods b and c added by the real antrea-cni
+// binary, claims with ARP the gateway's address (to c and to everyone) and b's address (to the
+// gateway and to everyone), and impersonates b's MAC. Each claim is an ARP request about the
+// receiver's own address, whose sender a Linux receiver learns at once, overriding what it knew.
+// Right after the claims, a asks c and the gateway about their addresses for itself; once both
+// learned a's own address (it is let through, and it left a's port after the claims), neither
+// may map the claimed addresses to a's MAC, and resolution between the pods and with the
+// gateway still works.
+func TestIntegrationARPSpoofGuard(t *testing.T) {
+	t.Parallel()
+	w := newWorld(t, makeNode("n1", "10.20.0.0/24", underlay+".1"))
+	n := w.addNode("n1", 1)
+	a, b, c := n.addPod("pa"), n.addPod("pb"), n.addPod("pc")
+	const gwIP, gwDev = "10.20.0.1", "antrea-gw0"
+	gwMAC := n.dp.Gateway().MAC
+	w.echo.Start(t, b.ns, "pb", 8080)
+	w.echo.Start(t, n.host, "host", 9000)
+	// c knows the gateway and the host knows b, from real traffic.
+	w.dial(c.ns, gwIP+":9000", n.diag)
+	w.dial(n.host, b.ip+":8080", n.diag)
+	require.Equal(t, gwMAC.String(), neighMAC(c.ns, "eth0", gwIP))
+	require.Equal(t, b.mac().String(), neighMAC(n.host, gwDev, b.ip))
+
+	aMAC, bMAC, cMAC := a.mac(), b.mac(), c.mac()
+	claims := frames(
+		// b's address and MAC throughout, sent from a's port: a impersonates b.
+		arpMsg{op: arpRequest, ethDst: gwMAC, ethSrc: bMAC, sha: bMAC, spa: b.ip, tha: zeroMAC, tpa: gwIP},
+		// To c: "who has c's address? the gateway's address is at a's MAC".
+		arpMsg{op: arpRequest, ethDst: cMAC, ethSrc: aMAC, sha: aMAC, spa: gwIP, tha: zeroMAC, tpa: c.ip},
+		// To the gateway: "who has the gateway's address? b's address is at a's MAC".
+		arpMsg{op: arpRequest, ethDst: gwMAC, ethSrc: aMAC, sha: aMAC, spa: b.ip, tha: zeroMAC, tpa: gwIP},
+		// Gratuitous claims to everyone, as request and as reply.
+		arpMsg{op: arpRequest, ethDst: broadcastMAC, ethSrc: aMAC, sha: aMAC, spa: gwIP, tha: zeroMAC, tpa: gwIP},
+		arpMsg{op: arpReply, ethDst: broadcastMAC, ethSrc: aMAC, sha: aMAC, spa: b.ip, tha: broadcastMAC, tpa: b.ip},
+		// a's own address with b's MAC as sender hardware address.
+		arpMsg{op: arpRequest, ethDst: cMAC, ethSrc: aMAC, sha: bMAC, spa: a.ip, tha: zeroMAC, tpa: c.ip},
+	)
+	own := frames(
+		arpMsg{op: arpRequest, ethDst: cMAC, ethSrc: aMAC, sha: aMAC, spa: a.ip, tha: zeroMAC, tpa: c.ip},
+		arpMsg{op: arpRequest, ethDst: gwMAC, ethSrc: aMAC, sha: aMAC, spa: a.ip, tha: zeroMAC, tpa: gwIP},
+	)
+	w.must(c.ns, "ip", "neigh", "flush", "dev", "eth0", "to", a.ip)
+	w.must(n.host, "ip", "neigh", "flush", "dev", gwDev, "to", a.ip)
+	require.NoError(t, a.ns.SendFrames("eth0", append(claims, own...)...))
+	waitFor(t, 10*time.Second, "c and the gateway learn a's own address from a's ARP", func() bool {
+		return neighMAC(c.ns, "eth0", a.ip) == aMAC.String() && neighMAC(n.host, gwDev, a.ip) == aMAC.String()
+	})
+	diag := func() string {
+		return fmt.Sprintf("c's neighbours:\n%s\nhost's neighbours:\n%s\n%s",
+			w.must(c.ns, "ip", "neigh", "show"), w.must(n.host, "ip", "neigh", "show"), n.diag())
+	}
+	require.Equal(t, gwMAC.String(), neighMAC(c.ns, "eth0", gwIP), "c maps the gateway's address to a's claim\n%s", diag())
+	require.Equal(t, bMAC.String(), neighMAC(n.host, gwDev, b.ip), "the gateway maps b's address to a's claim\n%s", diag())
+
+	// Resolution from scratch still works: between pods, to and from the gateway.
+	for _, ns := range []*pod{a, b, c} {
+		w.must(ns.ns, "ip", "neigh", "flush", "all")
+	}
+	w.must(n.host, "ip", "neigh", "flush", "dev", gwDev)
+	s, cl := w.dial(a.ns, b.ip+":8080", diag)
+	require.Equal(t, "pb", s)
+	require.Equal(t, a.ip, host(cl))
+	s, _ = w.dial(a.ns, gwIP+":9000", diag)
+	require.Equal(t, "host", s)
+	s, _ = w.dial(n.host, b.ip+":8080", diag)
+	require.Equal(t, "pb", s)
+	require.Equal(t, gwMAC.String(), neighMAC(a.ns, "eth0", gwIP))
+	require.Equal(t, bMAC.String(), neighMAC(a.ns, "eth0", b.ip))
+	require.Equal(t, bMAC.String(), neighMAC(n.host, gwDev, b.ip))
+}

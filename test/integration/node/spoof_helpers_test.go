@@ -87,3 +87,93 @@ func neighMAC(ns *ovssandbox.NetNS, dev, ip string) string {
 	}
 	return ""
 }
+
+// ICMPv6 neighbour discovery message types and the advertisement's override flag.
+const (
+	ndSolicitation  uint8  = 135
+	ndAdvertisement uint8  = 136
+	ndOverride      uint32 = 0x20000000
+)
+
+// ndMsg is one IPv6 neighbour solicitation or advertisement with its one link-layer address
+// option (source for a solicitation, target for an advertisement), and the addresses it
+// travels with.
+type ndMsg struct {
+	typ            uint8
+	ethDst, ethSrc net.HardwareAddr
+	src, dst       string
+	target         string
+	flags          uint32 // advertisements only
+	ll             net.HardwareAddr
+}
+
+// frame is the message as an Ethernet frame: hop limit 255 and a correct checksum, as a
+// receiver requires.
+func (m ndMsg) frame() []byte {
+	icmp := make([]byte, 32)
+	icmp[0] = m.typ
+	binary.BigEndian.PutUint32(icmp[4:], m.flags)
+	target := netip.MustParseAddr(m.target).As16()
+	copy(icmp[8:24], target[:])
+	icmp[24] = 1 // source link-layer address option
+	if m.typ == ndAdvertisement {
+		icmp[24] = 2 // target link-layer address option
+	}
+	icmp[25] = 1 // 8 bytes
+	copy(icmp[26:32], m.ll)
+	src, dst := netip.MustParseAddr(m.src).As16(), netip.MustParseAddr(m.dst).As16()
+	binary.BigEndian.PutUint16(icmp[2:], icmpv6Checksum(src, dst, icmp))
+	b := make([]byte, 14+40, 14+40+len(icmp))
+	copy(b[0:6], m.ethDst)
+	copy(b[6:12], m.ethSrc)
+	binary.BigEndian.PutUint16(b[12:], 0x86dd)
+	ip := b[14:]
+	ip[0] = 0x60
+	binary.BigEndian.PutUint16(ip[4:], uint16(len(icmp)))
+	ip[6], ip[7] = 58, 255 // ICMPv6, hop limit
+	copy(ip[8:24], src[:])
+	copy(ip[24:40], dst[:])
+	return append(b, icmp...)
+}
+
+// icmpv6Checksum is the ICMPv6 checksum of msg (checksum field zero) between src and dst.
+func icmpv6Checksum(src, dst [16]byte, msg []byte) uint16 {
+	var sum uint32
+	add := func(b []byte) {
+		for i := 0; i+1 < len(b); i += 2 {
+			sum += uint32(binary.BigEndian.Uint16(b[i:]))
+		}
+		if len(b)%2 == 1 {
+			sum += uint32(b[len(b)-1]) << 8
+		}
+	}
+	add(src[:])
+	add(dst[:])
+	var pseudo [8]byte
+	binary.BigEndian.PutUint32(pseudo[:], uint32(len(msg)))
+	pseudo[7] = 58
+	add(pseudo[:])
+	add(msg)
+	for sum>>16 != 0 {
+		sum = sum&0xffff + sum>>16
+	}
+	return ^uint16(sum)
+}
+
+func ndFrames(msgs ...ndMsg) [][]byte {
+	var out [][]byte
+	for _, m := range msgs {
+		out = append(out, m.frame())
+	}
+	return out
+}
+
+// ip6 is the pod's IPv6 address, from the CNI result ("" without one).
+func (p *pod) ip6() string {
+	for _, ip := range p.res.IPs {
+		if ip.Address.IP.To4() == nil {
+			return ip.Address.IP.String()
+		}
+	}
+	return ""
+}

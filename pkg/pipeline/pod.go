@@ -41,8 +41,9 @@ var ipv6LinkLocal = netip.MustParsePrefix("fe80::/10")
 //
 //   - Classifier: packets from the pod's port with the pod's MAC and one of its IPs (or, for
 //     IPv6, a link-local source) are marked as coming from a local pod and continue; anything
-//     else from that port except ARP (handled by a higher-priority base flow) is dropped, which
-//     is the spoof guard.
+//     else from that port is dropped, which is the spoof guard. Above it, the neighbour spoof
+//     guard (NeighborGuardFlows) switches the pod's ARP and neighbour discovery about itself
+//     and drops the rest of them.
 //   - L3Forwarding: packets to one of the pod's IPs get the gateway MAC as source (when
 //     gatewayMAC is set), the pod's MAC as destination, and leave through the pod's port.
 //   - Hairpin: a Service connection from the pod that was DNATed back to the pod itself is
@@ -71,6 +72,7 @@ func PodFlows(round uint16, gatewayMAC net.HardwareAddr, p Pod) []of.Flow {
 	}
 	flows = append(flows, of.Flow{Table: TableClassifier, Priority: PriorityLow, Cookie: c,
 		Match: of.Match{InPort: p.OFPort}, Actions: []of.Action{of.Drop{}}})
+	flows = append(flows, NeighborGuardFlows(c, p)...)
 
 	for _, ip := range p.IPs {
 		var rewrite []of.Action

@@ -44,6 +44,13 @@ func TestPodFlowsGolden(t *testing.T) {
 			ips:  []string{"10.10.0.5"},
 			want: `cookie=0x3040000000007,table=0,priority=200,ip,in_port=7,dl_src=0a:58:0a:0a:00:05,nw_src=10.10.0.5 actions=set_field:0x2/0xf->reg0,goto_table:5
 cookie=0x3040000000007,table=0,priority=190,in_port=7 actions=drop
+cookie=0x3040000000007,table=0,priority=230,arp,in_port=7,dl_src=0a:58:0a:0a:00:05,arp_spa=10.10.0.5,arp_sha=0a:58:0a:0a:00:05 actions=NORMAL
+cookie=0x3040000000007,table=0,priority=230,arp,in_port=7,dl_src=0a:58:0a:0a:00:05,arp_spa=0.0.0.0,arp_tpa=10.10.0.5,arp_op=1,arp_sha=0a:58:0a:0a:00:05 actions=NORMAL
+cookie=0x3040000000007,table=0,priority=225,arp,in_port=7 actions=drop
+cookie=0x3040000000007,table=0,priority=225,icmp6,in_port=7,icmp_type=134 actions=drop
+cookie=0x3040000000007,table=0,priority=225,icmp6,in_port=7,icmp_type=135 actions=drop
+cookie=0x3040000000007,table=0,priority=225,icmp6,in_port=7,icmp_type=136 actions=drop
+cookie=0x3040000000007,table=0,priority=225,icmp6,in_port=7,icmp_type=137 actions=drop
 cookie=0x3040000000007,table=20,priority=200,ip,nw_dst=10.10.0.5 actions=set_field:0a:58:0a:0a:00:01->eth_src,set_field:0a:58:0a:0a:00:05->eth_dst,output:7
 cookie=0x3040000000007,table=16,priority=210,ct_state=+new+trk,ip,in_port=7,nw_dst=10.10.0.5 actions=ct(commit,table=20,zone=65521,nat(src=169.254.0.254),exec(set_field:0x2/0x2->ct_mark))
 cookie=0x3040000000007,table=20,priority=210,ip,in_port=7,nw_dst=10.10.0.5 actions=set_field:0a:58:0a:0a:00:01->eth_src,set_field:0a:58:0a:0a:00:05->eth_dst,IN_PORT
@@ -56,6 +63,23 @@ cookie=0x3040000000007,table=20,priority=210,ip,in_port=7,nw_dst=10.10.0.5 actio
 cookie=0x3040000000007,table=0,priority=200,ipv6,in_port=7,dl_src=0a:58:0a:0a:00:05,ipv6_src=fd00:10:10::5 actions=set_field:0x2/0xf->reg0,goto_table:5
 cookie=0x3040000000007,table=0,priority=200,ipv6,in_port=7,dl_src=0a:58:0a:0a:00:05,ipv6_src=fe80::/10 actions=set_field:0x2/0xf->reg0,goto_table:5
 cookie=0x3040000000007,table=0,priority=190,in_port=7 actions=drop
+cookie=0x3040000000007,table=0,priority=230,arp,in_port=7,dl_src=0a:58:0a:0a:00:05,arp_spa=10.10.0.5,arp_sha=0a:58:0a:0a:00:05 actions=NORMAL
+cookie=0x3040000000007,table=0,priority=230,arp,in_port=7,dl_src=0a:58:0a:0a:00:05,arp_spa=0.0.0.0,arp_tpa=10.10.0.5,arp_op=1,arp_sha=0a:58:0a:0a:00:05 actions=NORMAL
+cookie=0x3040000000007,table=0,priority=230,icmp6,in_port=7,dl_src=0a:58:0a:0a:00:05,ipv6_src=fd00:10:10::5,icmp_type=135,icmp_code=0,nd_sll=0a:58:0a:0a:00:05 actions=NORMAL
+cookie=0x3040000000007,table=0,priority=230,icmp6,in_port=7,dl_src=0a:58:0a:0a:00:05,icmp_type=136,icmp_code=0,nd_target=fd00:10:10::5,nd_tll=0a:58:0a:0a:00:05 actions=NORMAL
+cookie=0x3040000000007,table=0,priority=230,icmp6,in_port=7,dl_src=0a:58:0a:0a:00:05,ipv6_src=fd00:10:10::5,icmp_type=135,icmp_code=0,nd_sll=00:00:00:00:00:00 actions=NORMAL
+cookie=0x3040000000007,table=0,priority=230,icmp6,in_port=7,dl_src=0a:58:0a:0a:00:05,icmp_type=136,icmp_code=0,nd_target=fd00:10:10::5,nd_tll=00:00:00:00:00:00 actions=NORMAL
+cookie=0x3040000000007,table=0,priority=230,icmp6,in_port=7,dl_src=0a:58:0a:0a:00:05,ipv6_src=::,icmp_type=135,icmp_code=0,nd_target=fd00:10:10::5,nd_sll=00:00:00:00:00:00 actions=NORMAL
+cookie=0x3040000000007,table=0,priority=230,icmp6,in_port=7,dl_src=0a:58:0a:0a:00:05,ipv6_src=fe80::858:aff:fe0a:5,icmp_type=135,icmp_code=0,nd_sll=0a:58:0a:0a:00:05 actions=NORMAL
+cookie=0x3040000000007,table=0,priority=230,icmp6,in_port=7,dl_src=0a:58:0a:0a:00:05,icmp_type=136,icmp_code=0,nd_target=fe80::858:aff:fe0a:5,nd_tll=0a:58:0a:0a:00:05 actions=NORMAL
+cookie=0x3040000000007,table=0,priority=230,icmp6,in_port=7,dl_src=0a:58:0a:0a:00:05,ipv6_src=fe80::858:aff:fe0a:5,icmp_type=135,icmp_code=0,nd_sll=00:00:00:00:00:00 actions=NORMAL
+cookie=0x3040000000007,table=0,priority=230,icmp6,in_port=7,dl_src=0a:58:0a:0a:00:05,icmp_type=136,icmp_code=0,nd_target=fe80::858:aff:fe0a:5,nd_tll=00:00:00:00:00:00 actions=NORMAL
+cookie=0x3040000000007,table=0,priority=230,icmp6,in_port=7,dl_src=0a:58:0a:0a:00:05,ipv6_src=::,icmp_type=135,icmp_code=0,nd_target=fe80::858:aff:fe0a:5,nd_sll=00:00:00:00:00:00 actions=NORMAL
+cookie=0x3040000000007,table=0,priority=225,arp,in_port=7 actions=drop
+cookie=0x3040000000007,table=0,priority=225,icmp6,in_port=7,icmp_type=134 actions=drop
+cookie=0x3040000000007,table=0,priority=225,icmp6,in_port=7,icmp_type=135 actions=drop
+cookie=0x3040000000007,table=0,priority=225,icmp6,in_port=7,icmp_type=136 actions=drop
+cookie=0x3040000000007,table=0,priority=225,icmp6,in_port=7,icmp_type=137 actions=drop
 cookie=0x3040000000007,table=20,priority=200,ip,nw_dst=10.10.0.5 actions=set_field:0a:58:0a:0a:00:05->eth_dst,output:7
 cookie=0x3040000000007,table=16,priority=210,ct_state=+new+trk,ip,in_port=7,nw_dst=10.10.0.5 actions=ct(commit,table=20,zone=65521,nat(src=169.254.0.254),exec(set_field:0x2/0x2->ct_mark))
 cookie=0x3040000000007,table=20,priority=210,ip,in_port=7,nw_dst=10.10.0.5 actions=set_field:0a:58:0a:0a:00:05->eth_dst,IN_PORT

@@ -119,8 +119,8 @@ const (
 
 // Priorities.
 const (
-	// PriorityND switches IPv6 neighbour discovery above every classifier flow (the gateway's
-	// anti-spoof flows use PriorityHigh).
+	// PriorityND switches IPv6 neighbour discovery above every classifier flow but a pod's
+	// neighbour spoof guard (the gateway's anti-spoof flows use PriorityHigh).
 	PriorityND   uint16 = 220
 	PriorityHigh uint16 = 210
 	// PrioritySNATLookup re-applies SNAT to the later packets of committed Service connections

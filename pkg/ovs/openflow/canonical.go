@@ -254,6 +254,9 @@ func canonicalMatch(m Match) Match {
 	m.InPort = canonicalPort(m.InPort)
 	m.EthSrc = canonicalMAC(m.EthSrc)
 	m.EthDst = canonicalMAC(m.EthDst)
+	m.ARPSHA = canonicalMAC(m.ARPSHA)
+	m.NDSLL = canonicalMAC(m.NDSLL)
+	m.NDTLL = canonicalMAC(m.NDTLL)
 	m.Src = canonicalPrefix(m.Src)
 	m.Dst = canonicalPrefix(m.Dst)
 	if m.CtState != nil && *m.CtState == (CtState{}) {

@@ -82,6 +82,16 @@ func parseMatchToken(m *Match, key, val string, hasVal bool, tok string) error {
 		m.ARPTPA = p.Addr()
 	case "arp_op":
 		m.ARPOp, err = parseUint16(val)
+	case "arp_spa":
+		m.ARPSPA, err = parseExactAddr(val, false, key)
+	case "arp_sha":
+		m.ARPSHA, err = parseMAC(val)
+	case "nd_target":
+		m.NDTarget, err = parseExactAddr(val, true, key)
+	case "nd_sll":
+		m.NDSLL, err = parseMAC(val)
+	case "nd_tll":
+		m.NDTLL, err = parseMAC(val)
 	case "icmp_type", "icmpv6_type":
 		var v uint8
 		v, err = parseUint8(val)
@@ -206,6 +216,18 @@ func parsePrefix(s string, v6 bool) (netip.Prefix, error) {
 		return netip.Prefix{}, fmt.Errorf("invalid prefix length in %q", s)
 	}
 	return p, nil
+}
+
+// parseExactAddr parses an address field the model matches only exactly (key names it).
+func parseExactAddr(s string, v6 bool, key string) (netip.Addr, error) {
+	p, err := parsePrefix(s, v6)
+	if err != nil {
+		return netip.Addr{}, err
+	}
+	if p.Bits() != p.Addr().BitLen() {
+		return netip.Addr{}, fmt.Errorf("only an exact %s is supported", key)
+	}
+	return p.Addr(), nil
 }
 
 func ipFamily(v6 bool) string {

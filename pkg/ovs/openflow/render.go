@@ -115,11 +115,17 @@ func FormatMatch(m *Match) string {
 		dst := m.Dst.Masked()
 		p.add(dstKey + "=" + formatPrefix(dst.Addr().String(), dst.Bits(), dst.Addr().BitLen()))
 	}
+	if m.ARPSPA.IsValid() {
+		p.add("arp_spa=" + m.ARPSPA.String())
+	}
 	if m.ARPTPA.IsValid() {
 		p.add("arp_tpa=" + m.ARPTPA.String())
 	}
 	if m.ARPOp != 0 {
 		p.add("arp_op=" + strconv.Itoa(int(m.ARPOp)))
+	}
+	if len(m.ARPSHA) != 0 {
+		p.add("arp_sha=" + m.ARPSHA.String())
 	}
 	if rawProto {
 		p.add("nw_proto=" + strconv.Itoa(int(m.IPProto)))
@@ -129,6 +135,15 @@ func FormatMatch(m *Match) string {
 	}
 	if m.ICMPCode != nil {
 		p.add("icmp_code=" + strconv.Itoa(int(*m.ICMPCode)))
+	}
+	if m.NDTarget.IsValid() {
+		p.add("nd_target=" + m.NDTarget.String())
+	}
+	if len(m.NDSLL) != 0 {
+		p.add("nd_sll=" + m.NDSLL.String())
+	}
+	if len(m.NDTLL) != 0 {
+		p.add("nd_tll=" + m.NDTLL.String())
 	}
 	if v, mask := m.TpSrcMasked(); mask == 0xffff {
 		p.add("tp_src=" + strconv.Itoa(int(v)))

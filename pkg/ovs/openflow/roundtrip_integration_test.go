@@ -152,8 +152,24 @@ func ovsCorpusFlows() []of.Flow {
 		{Table: 7, Priority: 0, Actions: []of.Action{of.Drop{}}},
 		{Table: 7, Priority: 32768, Match: of.Match{EthType: ip, Src: pfx("0.0.0.0/0"), Dst: pfx("172.16.0.0/12")}, Actions: []of.Action{of.GotoTable{Table: 8}}},
 		{Table: 8, Priority: 65535, Match: of.Match{EthType: of.EthTypeARP, ARPTPA: addr("10.0.0.254")}, Actions: []of.Action{of.Normal{}}},
+		// The neighbour spoof guard's shapes: ARP sender fields, ND target and link-layer
+		// options (an all-zero option matches a message without it).
+		{Table: 8, Priority: 230, Match: of.Match{InPort: 4, EthType: of.EthTypeARP, EthSrc: mac("aa:bb:cc:dd:ee:01"),
+			ARPSPA: addr("10.0.0.4"), ARPSHA: mac("aa:bb:cc:dd:ee:01")}, Actions: []of.Action{of.Normal{}}},
+		{Table: 8, Priority: 229, Match: of.Match{EthType: of.EthTypeARP, ARPSPA: addr("0.0.0.0"), ARPTPA: addr("10.0.0.4"), ARPOp: 1,
+			ARPSHA: mac("aa:bb:cc:dd:ee:01")}, Actions: []of.Action{of.Normal{}}},
+		{Table: 8, Priority: 228, Match: of.Match{EthType: ip6, IPProto: of.ProtoICMPv6, EthSrc: mac("aa:bb:cc:dd:ee:01"),
+			Src: pfx("fd00::4/128"), ICMPType: u8(135), ICMPCode: u8(0), NDSLL: mac("aa:bb:cc:dd:ee:01")}, Actions: []of.Action{of.Normal{}}},
+		{Table: 8, Priority: 227, Match: of.Match{EthType: ip6, IPProto: of.ProtoICMPv6, Src: pfx("::/128"),
+			ICMPType: u8(135), ICMPCode: u8(0), NDTarget: addr("fd00::4"), NDSLL: mac("00:00:00:00:00:00")}, Actions: []of.Action{of.Normal{}}},
+		{Table: 8, Priority: 226, Match: of.Match{EthType: ip6, IPProto: of.ProtoICMPv6,
+			ICMPType: u8(136), ICMPCode: u8(0), NDTarget: addr("fe80::a8bb:ccff:fedd:ee01"), NDTLL: mac("aa:bb:cc:dd:ee:01")}, Actions: []of.Action{of.Normal{}}},
+		{Table: 8, Priority: 225, Match: of.Match{EthType: ip6, IPProto: of.ProtoICMPv6, ICMPType: u8(136), NDTarget: addr("fd00::4")},
+			Actions: []of.Action{of.Normal{}}},
 	}
 }
+
+func u8(v uint8) *uint8 { return &v }
 
 // ovsCorpusGroups are select groups in the shapes the agent builds, plus one with a single
 // hash field, weights 0 and 1 (OVS omits the default), and a selection_method_param.

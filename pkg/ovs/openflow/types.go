@@ -89,7 +89,17 @@ type Match struct {
 	// ARPTPA matches the target protocol address of an ARP packet (EthType ARP).
 	ARPTPA netip.Addr
 	ARPOp  uint16 // 0 matches any.
-	TpSrc  uint16 // 0 matches any (unless TpSrcMask is set); requires IPProto TCP, UDP or SCTP.
+	// ARPSPA and ARPSHA match the sender protocol and hardware addresses of an ARP packet
+	// (EthType ARP).
+	ARPSPA netip.Addr
+	ARPSHA net.HardwareAddr
+	// NDTarget matches the target address of an IPv6 neighbour solicitation or advertisement
+	// (IPProto ICMPv6, ICMPType 135 or 136, ICMPCode 0 or any); NDSLL the source link-layer address
+	// option of a solicitation (ICMPType 135), NDTLL the target link-layer address option of
+	// an advertisement (136). An all-zero NDSLL or NDTLL matches a message without the option.
+	NDTarget     netip.Addr
+	NDSLL, NDTLL net.HardwareAddr
+	TpSrc        uint16 // 0 matches any (unless TpSrcMask is set); requires IPProto TCP, UDP or SCTP.
 	// TpSrcMask, when neither 0 nor 0xffff, makes TpSrc a masked match (tp_src=0x8000/0x8000):
 	// the bits of the mask must equal TpSrc's, which may then be 0.
 	TpSrcMask uint16

@@ -45,12 +45,14 @@ type world struct {
 	cs     *fake.Clientset
 	echo   *ovssandbox.Echo
 	plugin string
+	// clusterCIDRs are the agents' nodeNetwork.clusterCIDRs (default: clusterIP).
+	clusterCIDRs []string
 }
 
 func newWorld(t *testing.T, nodes ...*v1.Node) *world {
 	t.Helper()
 	ovssandbox.Require(t)
-	w := &world{t: t, ext: ovssandbox.NewNetNS(t, "ext"), echo: ovssandbox.BuildEcho(t)}
+	w := &world{t: t, ext: ovssandbox.NewNetNS(t, "ext"), echo: ovssandbox.BuildEcho(t), clusterCIDRs: []string{clusterIP}}
 	w.must(w.ext, "ip", "link", "add", "br0", "type", "bridge")
 	w.must(w.ext, "ip", "link", "set", "br0", "up")
 	w.must(w.ext, "ip", "addr", "add", extIP+"/24", "dev", "br0")
@@ -153,8 +155,8 @@ nodeNetwork:
   cniSocket: %s
   cniStateDir: %s
   cniDelSpoolDir: %s
-  clusterCIDRs: [%q]
-`, bridge, o.RunDir, n.sock(), filepath.Join(n.dir, "state"), n.spool(), clusterIP)
+  clusterCIDRs: [%s]
+`, bridge, o.RunDir, n.sock(), filepath.Join(n.dir, "state"), n.spool(), `"`+strings.Join(w.clusterCIDRs, `", "`)+`"`)
 	n.cfg, err = config.ParseWithEnv([]byte(conf), config.Env{Getenv: func(string) string { return name }})
 	if err != nil {
 		t.Fatal(err)
@@ -259,7 +261,7 @@ func (n *node) addPod(name string) *pod {
 		t.Fatalf("%s: ADD %s: exit %d: %s", n.name, name, code, out)
 	}
 	var res types100.Result
-	if err := json.Unmarshal([]byte(out), &res); err != nil || len(res.IPs) != 1 {
+	if err := json.Unmarshal([]byte(out), &res); err != nil || len(res.IPs) == 0 {
 		t.Fatalf("%s: ADD %s: result %q: %v", n.name, name, out, err)
 	}
 	return &pod{name: name, ns: ns, ip: res.IPs[0].Address.IP.String(), res: &res}

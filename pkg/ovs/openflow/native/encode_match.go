@@ -2,6 +2,7 @@ package native
 
 import (
 	"fmt"
+	"net"
 	"net/netip"
 
 	"github.com/antrea-proxy/antrea-proxy/pkg/ovs/openflow"
@@ -59,6 +60,9 @@ func appendMatch(w *buf, m *openflow.Match) error {
 
 // appendL3 writes the IPv4, IPv6 or ARP fields and the L4 fields of m.
 func appendL3(w *buf, m *openflow.Match) error {
+	if (m.ARPSPA.IsValid() || len(m.ARPSHA) != 0 || m.ARPTPA.IsValid() || m.ARPOp != 0) && m.EthType != openflow.EthTypeARP {
+		return fmt.Errorf("ARP fields need eth type ARP, have 0x%04x", uint16(m.EthType))
+	}
 	switch m.EthType {
 	case openflow.EthTypeIP, openflow.EthTypeIPv6:
 		src, dst := oxmIPv4Src, oxmIPv4Dst
@@ -77,15 +81,8 @@ func appendL3(w *buf, m *openflow.Match) error {
 		}
 		return appendL4(w, m)
 	case openflow.EthTypeARP:
-		if m.ARPOp != 0 {
-			putExact(w, oxmARPOp, be16(m.ARPOp))
-		}
-		if m.ARPTPA.IsValid() {
-			if !m.ARPTPA.Is4() {
-				return fmt.Errorf("arp_tpa %v: not IPv4", m.ARPTPA)
-			}
-			a := m.ARPTPA.As4()
-			putExact(w, oxmARPTPA, a[:])
+		if err := appendARP(w, m); err != nil {
+			return err
 		}
 	}
 	if m.Src.IsValid() && m.Src.Bits() > 0 || m.Dst.IsValid() && m.Dst.Bits() > 0 || m.IPProto != openflow.ProtoAny {
@@ -120,6 +117,12 @@ func appendL4(w *buf, m *openflow.Match) error {
 		if m.ICMPCode != nil {
 			putExact(w, code, []byte{*m.ICMPCode})
 		}
+		if err := appendND(w, m); err != nil {
+			return err
+		}
+	}
+	if m.IPProto != openflow.ProtoICMPv6 && (m.NDTarget.IsValid() || len(m.NDSLL) != 0 || len(m.NDTLL) != 0) {
+		return fmt.Errorf("nd_target/nd_sll/nd_tll need ICMPv6, have protocol %d", m.IPProto)
 	}
 	if m.MatchesTpSrc() || m.TpDst != 0 {
 		if src == 0 {
@@ -148,6 +151,70 @@ func appendL4(w *buf, m *openflow.Match) error {
 	if (m.ICMPType != nil || m.ICMPCode != nil) && m.IPProto != openflow.ProtoICMP && m.IPProto != openflow.ProtoICMPv6 {
 		return fmt.Errorf("icmp_type/icmp_code need ICMP, have protocol %d", m.IPProto)
 	}
+	return nil
+}
+
+// appendARP writes the ARP fields in Open vSwitch's order: op, sender and target protocol
+// address, sender hardware address.
+func appendARP(w *buf, m *openflow.Match) error {
+	if m.ARPOp != 0 {
+		putExact(w, oxmARPOp, be16(m.ARPOp))
+	}
+	for _, f := range []struct {
+		h    oxmHeader
+		name string
+		a    netip.Addr
+	}{{oxmARPSPA, "arp_spa", m.ARPSPA}, {oxmARPTPA, "arp_tpa", m.ARPTPA}} {
+		if !f.a.IsValid() {
+			continue
+		}
+		if !f.a.Is4() {
+			return fmt.Errorf("%s %v: not IPv4", f.name, f.a)
+		}
+		a := f.a.As4()
+		putExact(w, f.h, a[:])
+	}
+	return putMAC(w, oxmARPSHA, "arp_sha", m.ARPSHA)
+}
+
+// appendND writes the neighbour discovery fields (after the ICMPv6 type and code): the target
+// address, then the link-layer address option of a solicitation or of an advertisement.
+func appendND(w *buf, m *openflow.Match) error {
+	if !m.NDTarget.IsValid() && len(m.NDSLL) == 0 && len(m.NDTLL) == 0 {
+		return nil
+	}
+	typ := uint8(0)
+	if m.ICMPType != nil {
+		typ = *m.ICMPType
+	}
+	if typ != 135 && typ != 136 || m.ICMPCode != nil && *m.ICMPCode != 0 {
+		return fmt.Errorf("nd_target/nd_sll/nd_tll need ICMPv6 type 135 or 136 with code 0")
+	}
+	if m.NDTarget.IsValid() {
+		if !m.NDTarget.Is6() || m.NDTarget.Is4In6() {
+			return fmt.Errorf("nd_target %v: not IPv6", m.NDTarget)
+		}
+		a := m.NDTarget.As16()
+		putExact(w, oxmNDTarget, a[:])
+	}
+	if len(m.NDSLL) != 0 && typ != 135 || len(m.NDTLL) != 0 && typ != 136 {
+		return fmt.Errorf("nd_sll needs ICMPv6 type 135, nd_tll type 136")
+	}
+	if err := putMAC(w, oxmNDSLL, "nd_sll", m.NDSLL); err != nil {
+		return err
+	}
+	return putMAC(w, oxmNDTLL, "nd_tll", m.NDTLL)
+}
+
+// putMAC writes an exact MAC field; nothing for an empty one.
+func putMAC(w *buf, h oxmHeader, name string, mac net.HardwareAddr) error {
+	if len(mac) == 0 {
+		return nil
+	}
+	if len(mac) != 6 {
+		return fmt.Errorf("%s %v: not a 48-bit MAC address", name, mac)
+	}
+	putExact(w, h, mac)
 	return nil
 }
 

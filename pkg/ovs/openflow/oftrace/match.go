@@ -2,6 +2,7 @@ package oftrace
 
 import (
 	"bytes"
+	"net"
 
 	of "github.com/antrea-proxy/antrea-proxy/pkg/ovs/openflow"
 )
@@ -29,7 +30,7 @@ func matches(m *of.Match, p *Packet) bool {
 	if len(m.EthDst) != 0 && !bytes.Equal(m.EthDst, p.EthDst) {
 		return false
 	}
-	if !matchL3(m, p) || !matchL4(m, p) {
+	if !matchL3(m, p) || !matchL4(m, p) || !matchND(m, p) {
 		return false
 	}
 	if m.CtState != nil && (p.CtState&m.CtState.Set != m.CtState.Set || p.CtState&m.CtState.Unset != 0) {
@@ -66,7 +67,37 @@ func matchL3(m *of.Match, p *Packet) bool {
 	if m.ARPOp != 0 && (p.EthType != of.EthTypeARP || m.ARPOp != p.ARPOp) {
 		return false
 	}
+	if m.ARPSPA.IsValid() && (p.EthType != of.EthTypeARP || m.ARPSPA != p.ARPSPA) {
+		return false
+	}
+	if len(m.ARPSHA) != 0 && (p.EthType != of.EthTypeARP || !sameMAC(m.ARPSHA, p.ARPSHA)) {
+		return false
+	}
 	return true
+}
+
+// matchND matches the neighbour discovery fields: the target of a solicitation or an
+// advertisement, the source link-layer option of a solicitation, the target link-layer option
+// of an advertisement.
+func matchND(m *of.Match, p *Packet) bool {
+	if !m.NDTarget.IsValid() && len(m.NDSLL) == 0 && len(m.NDTLL) == 0 {
+		return true
+	}
+	if !p.isND() || m.NDTarget.IsValid() && m.NDTarget != p.NDTarget {
+		return false
+	}
+	if len(m.NDSLL) != 0 && (p.ICMPType != 135 || !sameMAC(m.NDSLL, p.NDSLL)) {
+		return false
+	}
+	return len(m.NDTLL) == 0 || p.ICMPType == 136 && sameMAC(m.NDTLL, p.NDTLL)
+}
+
+// sameMAC compares a matched MAC with a packet's, an absent (nil) one being all-zero.
+func sameMAC(want, have net.HardwareAddr) bool {
+	if len(have) == 0 {
+		have = make(net.HardwareAddr, 6)
+	}
+	return bytes.Equal(want, have)
 }
 
 func matchL4(m *of.Match, p *Packet) bool {

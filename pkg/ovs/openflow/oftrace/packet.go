@@ -33,12 +33,18 @@ type Packet struct {
 	TCPFlags of.TCPFlag
 	// ICMPType and ICMPCode are the ICMP or ICMPv6 type and code.
 	ICMPType, ICMPCode uint8
-	// ARPOp, ARPSPA and ARPTPA are the ARP fields (EthType ARP).
+	// ARPOp, ARPSPA, ARPTPA and ARPSHA are the ARP fields (EthType ARP).
 	ARPOp          uint16
 	ARPSPA, ARPTPA netip.Addr
-	Regs           [NumRegs]uint32
-	Metadata       uint64
-	PktMark        uint32
+	ARPSHA         net.HardwareAddr
+	// NDTarget, NDSLL and NDTLL are the fields of an IPv6 neighbour solicitation (ICMPType
+	// 135: target, source link-layer address option) or advertisement (136: target, target
+	// link-layer address option); a nil option is an absent one, which matches as all-zero.
+	NDTarget     netip.Addr
+	NDSLL, NDTLL net.HardwareAddr
+	Regs         [NumRegs]uint32
+	Metadata     uint64
+	PktMark      uint32
 	// CtState, CtMark and CtZone are what the last ct action set (zero: untracked).
 	CtState of.CtStateFlags
 	CtMark  uint32
@@ -96,7 +102,7 @@ func (p *Packet) validate() error {
 			return fmt.Errorf("packet: eth_type %#x carries no IP header", uint16(p.EthType))
 		}
 	}
-	for _, m := range []net.HardwareAddr{p.EthSrc, p.EthDst} {
+	for _, m := range []net.HardwareAddr{p.EthSrc, p.EthDst, p.ARPSHA, p.NDSLL, p.NDTLL} {
 		if len(m) != 0 && len(m) != 6 {
 			return fmt.Errorf("packet: MAC %v is not 6 bytes", m)
 		}
@@ -104,10 +110,20 @@ func (p *Packet) validate() error {
 	return nil
 }
 
+// isND reports whether the packet is an IPv6 neighbour solicitation or advertisement (OVS's
+// prerequisite of the nd_* fields: ICMPv6 type 135 or 136, code 0).
+func (p *Packet) isND() bool {
+	return p.EthType == of.EthTypeIPv6 && p.Proto == of.ProtoICMPv6 && p.ICMPCode == 0 &&
+		(p.ICMPType == 135 || p.ICMPType == 136)
+}
+
 // clone returns a deep copy (MACs are copied).
 func (p Packet) clone() Packet {
 	p.EthSrc = slices.Clone(p.EthSrc)
 	p.EthDst = slices.Clone(p.EthDst)
+	p.ARPSHA = slices.Clone(p.ARPSHA)
+	p.NDSLL = slices.Clone(p.NDSLL)
+	p.NDTLL = slices.Clone(p.NDTLL)
 	return p
 }
 

@@ -39,6 +39,9 @@ func cloneMatch(m *openflow.Match) openflow.Match {
 	out := *m
 	out.EthSrc = cloneSlice(m.EthSrc)
 	out.EthDst = cloneSlice(m.EthDst)
+	out.ARPSHA = cloneSlice(m.ARPSHA)
+	out.NDSLL = cloneSlice(m.NDSLL)
+	out.NDTLL = cloneSlice(m.NDTLL)
 	out.CtState = clonePtr(m.CtState)
 	out.CtMark = clonePtr(m.CtMark)
 	out.PktMark = clonePtr(m.PktMark)

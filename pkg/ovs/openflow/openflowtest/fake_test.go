@@ -428,6 +428,21 @@ func TestStructuralValidation(t *testing.T) {
 		{"ipv6 prefix in ip flow", addFlow(ipFlow(func(f *openflow.Flow) { f.Match.Src = netip.MustParsePrefix("fd00::/64") })), ErrBadMatch},
 		{"arp_tpa without arp", addFlow(ipFlow(func(f *openflow.Flow) { f.Match.ARPTPA = netip.MustParseAddr("10.0.0.1") })), ErrBadPrereq},
 		{"short mac", addFlow(ipFlow(func(f *openflow.Flow) { f.Match.EthSrc = net.HardwareAddr{1, 2} })), ErrBadMatch},
+		{"arp_spa without arp", addFlow(ipFlow(func(f *openflow.Flow) { f.Match.ARPSPA = netip.MustParseAddr("10.0.0.1") })), ErrBadPrereq},
+		{"arp_sha with arp", addFlow(ipFlow(func(f *openflow.Flow) {
+			f.Match.EthType, f.Match.ARPSHA = openflow.EthTypeARP, net.HardwareAddr{1, 2, 3, 4, 5, 6}
+		})), nil},
+		{"nd_target without icmp_type", addFlow(ipFlow(func(f *openflow.Flow) {
+			f.Match.EthType, f.Match.IPProto, f.Match.NDTarget = openflow.EthTypeIPv6, openflow.ProtoICMPv6, netip.MustParseAddr("fd00::1")
+		})), ErrBadPrereq},
+		{"nd_target of an advertisement", addFlow(ipFlow(func(f *openflow.Flow) {
+			typ := uint8(136)
+			f.Match.EthType, f.Match.IPProto, f.Match.ICMPType, f.Match.NDTarget = openflow.EthTypeIPv6, openflow.ProtoICMPv6, &typ, netip.MustParseAddr("fd00::1")
+		})), nil},
+		{"nd_tll of a solicitation", addFlow(ipFlow(func(f *openflow.Flow) {
+			typ := uint8(135)
+			f.Match.EthType, f.Match.IPProto, f.Match.ICMPType, f.Match.NDTLL = openflow.EthTypeIPv6, openflow.ProtoICMPv6, &typ, net.HardwareAddr{1, 2, 3, 4, 5, 6}
+		})), ErrBadPrereq},
 		{"duplicate reg", addFlow(ipFlow(func(f *openflow.Flow) { f.Match.Regs = []openflow.RegMatch{{Reg: 1}, {Reg: 1, Value: 2}} })), ErrBadMatch},
 		{"reg16", addFlow(ipFlow(func(f *openflow.Flow) { f.Match.Regs = []openflow.RegMatch{{Reg: 16}} })), ErrBadMatch},
 		{"ct_state set and unset", addFlow(ipFlow(func(f *openflow.Flow) {

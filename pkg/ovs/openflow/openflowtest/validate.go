@@ -3,6 +3,7 @@ package openflowtest
 import (
 	"errors"
 	"fmt"
+	"net"
 	"net/netip"
 	"strings"
 
@@ -163,6 +164,9 @@ func validateMatch(m *openflow.Match) error {
 	}
 	if len(m.EthSrc) != 0 && len(m.EthSrc) != 6 || len(m.EthDst) != 0 && len(m.EthDst) != 6 {
 		return fmt.Errorf("dl_src/dl_dst must be 6-byte MACs (%w)", ErrBadMatch)
+	}
+	if err := validateNeighborFields(m); err != nil {
+		return err
 	}
 	if m.CtState != nil && m.CtState.Set&m.CtState.Unset != 0 {
 		return fmt.Errorf("ct_state %s sets and clears the same bit (%w)", openflow.FormatCtState(*m.CtState), ErrBadMatch)
@@ -341,3 +345,34 @@ func groupRefs(actions []openflow.Action) []uint32 {
 
 // OpIndex implements openflow.OpIndexer.
 func (e *OpError) OpIndex() int { return e.Index }
+
+// validateNeighborFields checks the ARP sender fields and the IPv6 neighbour discovery fields
+// against their prerequisites, as OVS does.
+func validateNeighborFields(m *openflow.Match) error {
+	if (m.ARPSPA.IsValid() || len(m.ARPSHA) != 0) && m.EthType != openflow.EthTypeARP {
+		return fmt.Errorf("arp_spa/arp_sha require eth_type arp (%w)", ErrBadPrereq)
+	}
+	if m.ARPSPA.IsValid() && !m.ARPSPA.Is4() {
+		return fmt.Errorf("arp_spa %s is not IPv4 (%w)", m.ARPSPA, ErrBadMatch)
+	}
+	for _, mac := range []net.HardwareAddr{m.ARPSHA, m.NDSLL, m.NDTLL} {
+		if len(mac) != 0 && len(mac) != 6 {
+			return fmt.Errorf("arp_sha/nd_sll/nd_tll must be 6-byte MACs (%w)", ErrBadMatch)
+		}
+	}
+	if !m.NDTarget.IsValid() && len(m.NDSLL) == 0 && len(m.NDTLL) == 0 {
+		return nil
+	}
+	nd := m.EthType == openflow.EthTypeIPv6 && m.IPProto == openflow.ProtoICMPv6 && m.ICMPType != nil &&
+		(m.ICMPCode == nil || *m.ICMPCode == 0)
+	if !nd || (*m.ICMPType != 135 && *m.ICMPType != 136) {
+		return fmt.Errorf("nd_target/nd_sll/nd_tll require icmp6 with icmp_type 135 or 136 and icmp_code 0 (%w)", ErrBadPrereq)
+	}
+	if len(m.NDSLL) != 0 && *m.ICMPType != 135 || len(m.NDTLL) != 0 && *m.ICMPType != 136 {
+		return fmt.Errorf("nd_sll requires icmp_type 135, nd_tll icmp_type 136 (%w)", ErrBadPrereq)
+	}
+	if m.NDTarget.IsValid() && !m.NDTarget.Is6() {
+		return fmt.Errorf("nd_target %s is not IPv6 (%w)", m.NDTarget, ErrBadMatch)
+	}
+	return nil
+}

@@ -75,3 +75,29 @@ func (a AnnouncerConfig) validate() error {
 	}
 	return errors.Join(errs...)
 }
+
+// AnnouncerLeasesConfig is the announcerLeases section of antrea-controller.conf.
+type AnnouncerLeasesConfig struct {
+	// Enable makes a node eligible to announce VIP-mode addresses only while its agent renews
+	// its announcer Lease, and moves its addresses within the Lease's duration after the
+	// renewals stop. The agents' announcer.enableLease must match. Default true.
+	Enable *bool `json:"enable,omitempty"`
+	// Namespace is where the agents keep their Leases (their announcer.leaseNamespace).
+	// Default "kube-system".
+	Namespace string `json:"namespace,omitempty"`
+}
+
+// Enabled reports whether announcer Leases are used (default true).
+func (a AnnouncerLeasesConfig) Enabled() bool { return boolOr(a.Enable, true) }
+
+func (a *AnnouncerLeasesConfig) defaults() {
+	setBool(&a.Enable, true)
+	setString(&a.Namespace, DefaultAnnouncerLeaseNamespace)
+}
+
+func (a AnnouncerLeasesConfig) validate() error {
+	if msgs := validation.IsDNS1123Label(a.Namespace); a.Enabled() && len(msgs) > 0 {
+		return fieldErr("announcerLeases.namespace", "%q is not a valid namespace: %s", a.Namespace, strings.Join(msgs, "; "))
+	}
+	return nil
+}

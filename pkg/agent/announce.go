@@ -123,7 +123,7 @@ func (d *DataPath) runAnnouncer(ctx context.Context, factory informers.SharedInf
 	}
 	ann := nodenet.NewAnnouncer(nodenet.HostAnnounceOps{Host: d.host}, 0)
 	if d.lease != nil {
-		go d.lease.run(ctx)
+		go d.lease.Run(ctx)
 	}
 	t := time.NewTicker(announceInterval)
 	defer t.Stop()
@@ -141,7 +141,7 @@ func (d *DataPath) runAnnouncer(ctx context.Context, factory informers.SharedInf
 			recompute = false
 		}
 		announce := want
-		if d.lease != nil && !d.lease.valid() {
+		if d.lease != nil && !d.lease.Valid() {
 			announce = nil // the controller moves this node's addresses: stop claiming them
 		}
 		err := ann.Sync(uplink, announce)
@@ -179,7 +179,7 @@ func (d *DataPath) handOver(announcing bool) {
 		return
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), d.lease.duration)
-	err := d.lease.release(ctx)
+	err := d.lease.Release(ctx)
 	cancel()
 	if err != nil {
 		klog.ErrorS(err, "Releasing the announcer Lease failed; the controller moves this node's addresses when it expires")
@@ -187,7 +187,7 @@ func (d *DataPath) handOver(announcing bool) {
 	if !announcing || d.handoverTimeout <= 0 || d.handoverSvcs == nil {
 		return
 	}
-	took, done := handOver(d.handoverSvcs, d.cfg.NodeName, d.handoverTimeout, clock.RealClock{})
+	took, done := HandOver(d.handoverSvcs, d.cfg.NodeName, d.handoverTimeout, clock.RealClock{})
 	klog.InfoS("Handed LoadBalancer IPs over before withdrawing them", "waited", took, "allMoved", done)
 }
 

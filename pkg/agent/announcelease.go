@@ -21,14 +21,14 @@ import (
 	"github.com/antrea-proxy/antrea-proxy/pkg/lbapi"
 )
 
-// announcerLease renews this node's announcer Lease (lbapi.AnnouncerLeaseName) while the agent
+// AnnouncerLease renews this node's announcer Lease (lbapi.AnnouncerLeaseName) while the agent
 // is healthy, so that antrea-controller lets the node announce VIP-mode addresses, and moves
 // them within the Lease's duration after the renewals stop (the agent, its node or its
 // connection to the API server died, or the health check failed). The announcer announces only
 // while the last successful renewal is younger than the Lease's duration (valid), so a node cut
 // off from the API server withdraws about when the controller moves its addresses. At shutdown
 // the Lease is released (no holder): the controller moves the addresses at once.
-type announcerLease struct {
+type AnnouncerLease struct {
 	leases   coordinationclient.LeaseInterface
 	node     string
 	duration time.Duration
@@ -41,20 +41,20 @@ type announcerLease struct {
 	released  bool
 }
 
-func newAnnouncerLease(leases coordinationclient.LeaseInterface, node string, cfg config.AnnouncerConfig, healthy func() bool, clk clock.WithTicker) *announcerLease {
-	return &announcerLease{leases: leases, node: node, duration: cfg.LeaseDuration.Duration, renew: cfg.RenewInterval.Duration,
+func NewAnnouncerLease(leases coordinationclient.LeaseInterface, node string, cfg config.AnnouncerConfig, healthy func() bool, clk clock.WithTicker) *AnnouncerLease {
+	return &AnnouncerLease{leases: leases, node: node, duration: cfg.LeaseDuration.Duration, renew: cfg.RenewInterval.Duration,
 		healthy: healthy, clock: clk}
 }
 
 // valid reports whether the node may announce: the Lease was renewed within its duration.
-func (l *announcerLease) valid() bool {
+func (l *AnnouncerLease) Valid() bool {
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	return !l.lastRenew.IsZero() && l.clock.Since(l.lastRenew) < l.duration
 }
 
 // run renews the Lease every renew interval while healthy, until ctx is done.
-func (l *announcerLease) run(ctx context.Context) {
+func (l *AnnouncerLease) Run(ctx context.Context) {
 	t := l.clock.NewTicker(l.renew)
 	defer t.Stop()
 	var lastErr string
@@ -79,7 +79,7 @@ func (l *announcerLease) run(ctx context.Context) {
 
 // release gives the Lease up (no holder) and stops renewals: the controller moves this node's
 // addresses at once.
-func (l *announcerLease) release(ctx context.Context) error {
+func (l *AnnouncerLease) Release(ctx context.Context) error {
 	l.mu.Lock()
 	l.released = true
 	l.lastRenew = time.Time{}
@@ -88,7 +88,7 @@ func (l *announcerLease) release(ctx context.Context) error {
 }
 
 // write creates or updates the Lease, held (renewed now) or released.
-func (l *announcerLease) write(ctx context.Context, held bool) error {
+func (l *AnnouncerLease) write(ctx context.Context, held bool) error {
 	l.mu.Lock()
 	if held && l.released {
 		l.mu.Unlock()
@@ -129,10 +129,10 @@ func (l *announcerLease) write(ctx context.Context, held bool) error {
 	return nil
 }
 
-// handOver waits, at most timeout, until no Service names this node as the announcer of an
+// HandOver waits, at most timeout, until no Service names this node as the announcer of an
 // address any more (the controller moved them after release), listing Services every 100 ms.
 // It returns how long it waited and whether every address moved.
-func handOver(services corev1client.ServiceInterface, node string, timeout time.Duration, clk clock.WithTicker) (time.Duration, bool) {
+func HandOver(services corev1client.ServiceInterface, node string, timeout time.Duration, clk clock.WithTicker) (time.Duration, bool) {
 	start := clk.Now()
 	ctx, cancel := context.WithTimeout(context.Background(), timeout)
 	defer cancel()
@@ -171,7 +171,7 @@ func (c *Components) setUpAnnouncerLease(cfg *config.AgentConfig, client kuberne
 		return
 	}
 	health := c.observers.health
-	c.DataPath.lease = newAnnouncerLease(client.CoordinationV1().Leases(a.LeaseNamespace), cfg.NodeName, a,
+	c.DataPath.lease = NewAnnouncerLease(client.CoordinationV1().Leases(a.LeaseNamespace), cfg.NodeName, a,
 		func() bool { return health.IsHealthy() && health.NodeEligible() }, clock.RealClock{})
 	c.DataPath.handoverSvcs = client.CoreV1().Services(metav1.NamespaceAll)
 	c.DataPath.handoverTimeout = a.Handover()

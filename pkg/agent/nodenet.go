@@ -86,7 +86,7 @@ type DataPath struct {
 	// lease, when set, is this node's announcer Lease: the announcer announces only while it is
 	// valid, and at shutdown releases it and waits (at most handoverTimeout) until handover's
 	// Services no longer name this node before it withdraws (announcelease.go).
-	lease           *announcerLease
+	lease           *AnnouncerLease
 	handoverSvcs    corev1client.ServiceInterface
 	handoverTimeout time.Duration
 	// gwFlows installs the gateway flows and knows how many OVS should hold.

@@ -78,19 +78,27 @@ func TestLoadBalancerFailover(t *testing.T) {
 		require.NoError(t, first.StartAgentAgain(t, time.Minute))
 		pr := framework.StartProber(sb.Net.Client, addr, framework.ProberOptions{Interval: 50 * time.Millisecond, Timeout: 2 * time.Second})
 		require.NoError(t, pr.WaitHealthy(ctx, time.Now(), time.Second, 10*time.Second))
-		n, err := sb.CP.Client.CoreV1().Nodes().Get(ctx, other.Name, metav1.GetOptions{})
+		cur, err := sb.CP.Client.CoreV1().Services(p.ns).Get(ctx, "web", metav1.GetOptions{})
+		require.NoError(t, err)
+		from := sb.NodeByName(announcer(t, cur, ip))
+		require.NotNil(t, from)
+		to := first
+		if from == first {
+			to = other
+		}
+		n, err := sb.CP.Client.CoreV1().Nodes().Get(ctx, from.Name, metav1.GetOptions{})
 		require.NoError(t, err)
 		n.Spec.Unschedulable = true
 		_, err = sb.CP.Client.CoreV1().Nodes().Update(ctx, n, metav1.UpdateOptions{})
 		require.NoError(t, err)
 		cordoned := time.Now()
-		p.waitAnnouncer(t, "web", ip, first.Name)
-		p.waitClientARP(t, ip, first)
+		p.waitAnnouncer(t, "web", ip, to.Name)
+		p.waitClientARP(t, ip, to)
 		switched := time.Since(cordoned)
 		require.NoError(t, pr.WaitHealthy(ctx, time.Now(), 2*time.Second, 10*time.Second))
 		s := framework.Summarize(pr.Stop(), cordoned)
 		t.Logf("cordoning %s moved the address to %s; the client switched %v after the cordon; %d of %d connections failed",
-			other.Name, first.Name, switched.Round(time.Millisecond), s.Failed, s.Attempts)
+			from.Name, to.Name, switched.Round(time.Millisecond), s.Failed, s.Attempts)
 		require.Zero(t, s.Failed, "a planned drain fails no connection: %s", s.LastError)
 	})
 }

@@ -121,7 +121,7 @@ func (d *DataPath) runAnnouncer(ctx context.Context, factory informers.SharedInf
 	if !cache.WaitForCacheSync(ctx.Done(), svcInf.Informer().HasSynced, nodeInf.Informer().HasSynced) {
 		return nil
 	}
-	ann := nodenet.NewAnnouncer(nodenet.HostAnnounceOps{Host: d.host}, 0)
+	ann := nodenet.NewAnnouncer(nodenet.HostAnnounceOps{Host: d.host}, 0).RefreshEvery(d.cfg.Announcer.Gratuitous(), time.Now)
 	if d.lease != nil {
 		go d.lease.Run(ctx)
 	}

@@ -14,6 +14,7 @@ const (
 	DefaultAnnouncerLeaseDuration  = 2 * time.Second
 	DefaultAnnouncerRenewInterval  = 500 * time.Millisecond
 	DefaultAnnouncerHandover       = 5 * time.Second
+	DefaultAnnouncerGratuitous     = 30 * time.Second
 )
 
 // AnnouncerConfig is the announcer section of antrea-agent.conf: how this node holds the
@@ -35,6 +36,18 @@ type AnnouncerConfig struct {
 	// HandoverTimeout bounds how long a stopping agent keeps answering for its addresses while
 	// the controller moves them, after releasing its Lease. Default 5s; "0s" withdraws at once.
 	HandoverTimeout *Duration `json:"handoverTimeout,omitempty"`
+	// GratuitousInterval repeats a gratuitous ARP/unsolicited NA for every announced address at
+	// this interval, for switches and routers that forgot it. Default 30s; "0s" sends them only
+	// when an address is taken over.
+	GratuitousInterval *Duration `json:"gratuitousInterval,omitempty"`
+}
+
+// Gratuitous returns GratuitousInterval (default DefaultAnnouncerGratuitous).
+func (a AnnouncerConfig) Gratuitous() time.Duration {
+	if a.GratuitousInterval == nil {
+		return DefaultAnnouncerGratuitous
+	}
+	return a.GratuitousInterval.Duration
 }
 
 // LeaseEnabled reports whether the announcer Lease is on (default true).
@@ -56,6 +69,9 @@ func (a *AnnouncerConfig) defaults() {
 	if a.HandoverTimeout == nil {
 		a.HandoverTimeout = &Duration{Duration: DefaultAnnouncerHandover}
 	}
+	if a.GratuitousInterval == nil {
+		a.GratuitousInterval = &Duration{Duration: DefaultAnnouncerGratuitous}
+	}
 }
 
 func (a AnnouncerConfig) validate() error {
@@ -72,6 +88,9 @@ func (a AnnouncerConfig) validate() error {
 	}
 	if a.HandoverTimeout != nil && a.HandoverTimeout.Duration < 0 {
 		errs = append(errs, fieldErr("announcer.handoverTimeout", "%v must not be negative", a.HandoverTimeout.Duration))
+	}
+	if g := a.GratuitousInterval; g != nil && g.Duration != 0 && g.Duration < time.Second {
+		errs = append(errs, fieldErr("announcer.gratuitousInterval", "%v must be 0s or at least 1s", g.Duration))
 	}
 	return errors.Join(errs...)
 }

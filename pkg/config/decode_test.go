@@ -74,7 +74,7 @@ ovsOpenFlowBackend: ofctl
 			LoadBalancerClass:    DefaultLoadBalancerClass,
 		},
 		Announcer: AnnouncerConfig{EnableLease: ptr(true), LeaseNamespace: "kube-system", LeaseDuration: dur(2 * time.Second),
-			RenewInterval: dur(500 * time.Millisecond), HandoverTimeout: &Duration{Duration: 5 * time.Second}},
+			RenewInterval: dur(500 * time.Millisecond), HandoverTimeout: &Duration{Duration: 5 * time.Second}, GratuitousInterval: &Duration{Duration: 30 * time.Second}},
 	}
 	c, err := ParseWithEnv([]byte(in), fakeEnv("from-env", "host"))
 	require.NoError(t, err)
@@ -303,7 +303,7 @@ func TestMarshalRoundTrip(t *testing.T) {
 				LoadBalancerClass:    DefaultLoadBalancerClass,
 			},
 			Announcer: AnnouncerConfig{EnableLease: ptr(false), LeaseNamespace: "antrea", LeaseDuration: dur(3 * time.Second),
-				RenewInterval: dur(time.Second), HandoverTimeout: &Duration{}},
+				RenewInterval: dur(time.Second), HandoverTimeout: &Duration{}, GratuitousInterval: &Duration{Duration: time.Minute}},
 		},
 	}
 	for name, c := range configs {
@@ -322,6 +322,7 @@ func TestMarshalOutput(t *testing.T) {
 	require.NoError(t, err)
 	want := `announcer:
   enableLease: true
+  gratuitousInterval: 30s
   handoverTimeout: 5s
   leaseDuration: 2s
   leaseNamespace: kube-system

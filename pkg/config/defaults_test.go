@@ -30,7 +30,7 @@ func TestDefaults(t *testing.T) {
 			LoadBalancerClass:    DefaultLoadBalancerClass,
 		},
 		Announcer: AnnouncerConfig{EnableLease: ptr(true), LeaseNamespace: "kube-system", LeaseDuration: dur(2 * time.Second),
-			RenewInterval: dur(500 * time.Millisecond), HandoverTimeout: &Duration{Duration: 5 * time.Second}},
+			RenewInterval: dur(500 * time.Millisecond), HandoverTimeout: &Duration{Duration: 5 * time.Second}, GratuitousInterval: &Duration{Duration: 30 * time.Second}},
 	}
 	c := &AgentConfig{}
 	c.DefaultsFrom(fakeEnv("node-1", "host"))
@@ -63,7 +63,7 @@ func TestDefaultsKeepSetValues(t *testing.T) {
 			LoadBalancerClass:    DefaultLoadBalancerClass,
 		},
 		Announcer: AnnouncerConfig{EnableLease: ptr(false), LeaseNamespace: "antrea", LeaseDuration: dur(3 * time.Second),
-			RenewInterval: dur(time.Second), HandoverTimeout: &Duration{}},
+			RenewInterval: dur(time.Second), HandoverTimeout: &Duration{}, GratuitousInterval: &Duration{Duration: time.Minute}},
 	}
 	c := *set
 	c.DefaultsFrom(fakeEnv("from-env", "host"))

@@ -50,7 +50,7 @@ func defaultAgentConfig() *config.AgentConfig {
 		},
 		Announcer: config.AnnouncerConfig{EnableLease: ptr(true), LeaseNamespace: Namespace,
 			LeaseDuration: config.Duration{Duration: 2 * time.Second}, RenewInterval: config.Duration{Duration: 500 * time.Millisecond},
-			HandoverTimeout: &config.Duration{Duration: 5 * time.Second}},
+			HandoverTimeout: &config.Duration{Duration: 5 * time.Second}, GratuitousInterval: &config.Duration{Duration: 30 * time.Second}},
 	}
 }
 
@@ -83,6 +83,7 @@ announcer:
   leaseDuration: 3s
   renewInterval: 1s
   handoverTimeout: 0s
+  gratuitousInterval: 1m
 `
 
 // TestAgentConfParsesStrictly renders antrea-agent.conf and loads it with the agent's own strict
@@ -115,7 +116,7 @@ func TestAgentConfParsesStrictly(t *testing.T) {
 		},
 		Announcer: config.AnnouncerConfig{EnableLease: ptr(false), LeaseNamespace: Namespace,
 			LeaseDuration: config.Duration{Duration: 3 * time.Second}, RenewInterval: config.Duration{Duration: time.Second},
-			HandoverTimeout: &config.Duration{}},
+			HandoverTimeout: &config.Duration{}, GratuitousInterval: &config.Duration{Duration: time.Minute}},
 	}
 	for _, tc := range []struct {
 		name string

@@ -63,6 +63,7 @@ announcer:
   leaseDuration: {{ .Values.announcer.leaseDuration | quote }}
   renewInterval: {{ .Values.announcer.renewInterval | quote }}
   handoverTimeout: {{ .Values.announcer.handoverTimeout | quote }}
+  gratuitousInterval: {{ .Values.announcer.gratuitousInterval | quote }}
 {{- end -}}
 
 {{/*

@@ -132,10 +132,14 @@ func serve(ctx context.Context, o *options, cfg *config.ControllerConfig, client
 
 	factory := informers.NewSharedInformerFactory(client, resyncPeriod)
 	metrics := loadbalancer.NewMetrics()
-	ctrl, err := loadbalancer.New(client, factory, loadbalancer.Options{
+	lbOpts := loadbalancer.Options{
 		Class: cfg.LoadBalancerClass, Pools: pools, Recorder: recorder, Workers: o.workers, Metrics: metrics,
 		ReleaseGrace: cfg.ReleaseGracePeriod.Duration,
-	})
+	}
+	if cfg.AnnouncerLeases.Enabled() {
+		lbOpts.AnnouncerLeaseNamespace = cfg.AnnouncerLeases.Namespace
+	}
+	ctrl, err := loadbalancer.New(client, factory, lbOpts)
 	if err != nil {
 		return err
 	}

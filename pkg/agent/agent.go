@@ -222,9 +222,13 @@ func Run(ctx context.Context, cfg *config.AgentConfig, client kubernetes.Interfa
 	// with the error unreported and the process alive.
 	ctx, cancel := context.WithCancel(ctx)
 	defer cancel()
+	c.setUpAnnouncerLease(cfg, client)
 	if err := startDataPath(ctx, c, factory); err != nil {
 		return fmt.Errorf("starting the node data path: %w", err)
 	}
+	// The data path's goroutines finish their shutdown work (the announcer hands its addresses
+	// over) before the process exits.
+	defer c.waitDataPath(cancel)
 	c.startSelfHealing(ctx, cfg)
 	go c.clearFlowRestoreWaitAfterFirstSync(ctx, cfg)
 	if !cfg.AntreaProxy.Enabled() {

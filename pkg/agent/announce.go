@@ -11,6 +11,7 @@ import (
 	"k8s.io/client-go/informers"
 	"k8s.io/client-go/tools/cache"
 	"k8s.io/klog/v2"
+	"k8s.io/utils/clock"
 
 	"github.com/antrea-proxy/antrea-proxy/pkg/lbapi"
 	"github.com/antrea-proxy/antrea-proxy/pkg/nodenet"
@@ -120,7 +121,10 @@ func (d *DataPath) runAnnouncer(ctx context.Context, factory informers.SharedInf
 	if !cache.WaitForCacheSync(ctx.Done(), svcInf.Informer().HasSynced, nodeInf.Informer().HasSynced) {
 		return nil
 	}
-	ann := nodenet.NewAnnouncer(nodenet.HostAnnounceOps{Host: d.host}, 0)
+	ann := nodenet.NewAnnouncer(nodenet.HostAnnounceOps{Host: d.host}, 0).RefreshEvery(d.cfg.Announcer.Gratuitous(), time.Now)
+	if d.lease != nil {
+		go d.lease.Run(ctx)
+	}
 	t := time.NewTicker(announceInterval)
 	defer t.Stop()
 	var lastErr string
@@ -136,7 +140,11 @@ func (d *DataPath) runAnnouncer(ctx context.Context, factory informers.SharedInf
 			want = announcedIPs(d.cfg.NodeName, d.lbServed(), svcs, d.exposedIPs())
 			recompute = false
 		}
-		err := ann.Sync(uplink, want)
+		announce := want
+		if d.lease != nil && !d.lease.Valid() {
+			announce = nil // the controller moves this node's addresses: stop claiming them
+		}
+		err := ann.Sync(uplink, announce)
 		// Linux answers ARP for a proxied address only when its route leaves through another
 		// interface: the reconciler routes the announced addresses into OVS.
 		d.setAnnounced(ann.Announced())
@@ -150,6 +158,7 @@ func (d *DataPath) runAnnouncer(ctx context.Context, factory informers.SharedInf
 		}
 		select {
 		case <-ctx.Done():
+			d.handOver(len(ann.Announced()) > 0)
 			if err := ann.Withdraw(); err != nil {
 				klog.ErrorS(err, "Withdrawing LoadBalancer IPs")
 			}
@@ -161,6 +170,25 @@ func (d *DataPath) runAnnouncer(ctx context.Context, factory informers.SharedInf
 		case <-t.C:
 		}
 	}
+}
+
+// handOver releases the announcer Lease and, when this node announces addresses, keeps
+// answering for them until the controller moved them (at most the handover timeout).
+func (d *DataPath) handOver(announcing bool) {
+	if d.lease == nil {
+		return
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), d.lease.duration)
+	err := d.lease.Release(ctx)
+	cancel()
+	if err != nil {
+		klog.ErrorS(err, "Releasing the announcer Lease failed; the controller moves this node's addresses when it expires")
+	}
+	if !announcing || d.handoverTimeout <= 0 || d.handoverSvcs == nil {
+		return
+	}
+	took, done := HandOver(d.handoverSvcs, d.cfg.NodeName, d.handoverTimeout, clock.RealClock{})
+	klog.InfoS("Handed LoadBalancer IPs over before withdrawing them", "waited", took, "allMoved", done)
 }
 
 // lbServed returns the Services antrea-controller serves: those of antreaProxy.loadBalancerClass,

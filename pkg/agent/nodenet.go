@@ -12,6 +12,7 @@ import (
 	v1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/client-go/informers"
+	corev1client "k8s.io/client-go/kubernetes/typed/core/v1"
 	"k8s.io/client-go/tools/cache"
 	"k8s.io/klog/v2"
 
@@ -82,6 +83,12 @@ type DataPath struct {
 	exposed    bool
 	// announceKick wakes the announcer when the exposure changes.
 	announceKick chan struct{}
+	// lease, when set, is this node's announcer Lease: the announcer announces only while it is
+	// valid, and at shutdown releases it and waits (at most handoverTimeout) until handover's
+	// Services no longer name this node before it withdraws (announcelease.go).
+	lease           *AnnouncerLease
+	handoverSvcs    corev1client.ServiceInterface
+	handoverTimeout time.Duration
 	// gwFlows installs the gateway flows and knows how many OVS should hold.
 	gwFlows gatewayFlowSet
 	cni     *server.Server

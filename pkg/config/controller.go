@@ -73,6 +73,9 @@ type ControllerConfig struct {
 	// Service gets it meanwhile, and that Service gets it back when it is
 	// re-created. Default 5m; "0s" turns the reservation off.
 	ReleaseGracePeriod *Duration `json:"releaseGracePeriod,omitempty"`
+	// AnnouncerLeases decides which nodes may announce VIP-mode addresses from the agents'
+	// announcer Leases (see AnnouncerLeasesConfig).
+	AnnouncerLeases AnnouncerLeasesConfig `json:"announcerLeases"`
 	// IPPools are the address pools, in the order automatic allocation
 	// tries them. None means that no Service gets an address (each reports
 	// why in its LoadBalancerServing condition).
@@ -370,6 +373,7 @@ func (c *ControllerConfig) Defaults() {
 	if c.ReleaseGracePeriod == nil {
 		c.ReleaseGracePeriod = &Duration{Duration: DefaultReleaseGracePeriod}
 	}
+	c.AnnouncerLeases.defaults()
 	if c.IPPools == nil {
 		c.IPPools = []IPPool{}
 	}
@@ -405,6 +409,9 @@ func (c *ControllerConfig) Validate() error {
 		errs = append(errs, fieldErr("bindAddress", "%q is not an IP:port", c.BindAddress))
 	}
 	errs = append(errs, c.LeaderElection.validate("leaderElection")...)
+	if err := c.AnnouncerLeases.validate(); err != nil {
+		errs = append(errs, err)
+	}
 	if g := c.ReleaseGracePeriod; g != nil && g.Duration < 0 {
 		errs = append(errs, fieldErr("releaseGracePeriod", "must be >= 0, got %v", g.Duration))
 	}

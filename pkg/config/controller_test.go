@@ -33,6 +33,7 @@ func TestParseControllerMinimalGetsDefaults(t *testing.T) {
 			RetryPeriod:    dur(DefaultRetryPeriod),
 		},
 		ReleaseGracePeriod: &Duration{DefaultReleaseGracePeriod},
+		AnnouncerLeases:    AnnouncerLeasesConfig{Enable: ptr(true), Namespace: "kube-system"},
 		IPPools:            []IPPool{{Name: "default", CIDRs: []string{"10.0.10.0/24"}, IPMode: IPModeVIP, AutoAssign: ptr(true)}},
 	}
 	require.Empty(t, cmp.Diff(want, c))
@@ -83,6 +84,7 @@ ipPools:
 			LeaseDuration: dur(30 * time.Second), RenewDeadline: dur(20 * time.Second), RetryPeriod: dur(5 * time.Second),
 		},
 		ReleaseGracePeriod: &Duration{},
+		AnnouncerLeases:    AnnouncerLeasesConfig{Enable: ptr(true), Namespace: "kube-system"},
 		IPPools: []IPPool{{
 			Name:       "vip",
 			CIDRs:      []string{"10.0.10.0/24", "fd00:10::/120"},
@@ -231,4 +233,18 @@ func TestLoadController(t *testing.T) {
 
 	_, err = LoadController(filepath.Join(dir, "missing.conf"))
 	require.ErrorContains(t, err, "reading antrea-controller config")
+}
+
+// TestAnnouncerValidation: every problem of the announcer settings is reported.
+func TestAnnouncerValidation(t *testing.T) {
+	a := AnnouncerConfig{LeaseNamespace: "Bad_NS", LeaseDuration: dur(1500 * time.Millisecond), RenewInterval: dur(time.Second),
+		HandoverTimeout: &Duration{Duration: -time.Second}}
+	err := a.validate()
+	for _, want := range []string{"announcer.leaseNamespace", "announcer.leaseDuration", "announcer.renewInterval", "announcer.handoverTimeout"} {
+		require.ErrorContains(t, err, want)
+	}
+	c := AnnouncerLeasesConfig{Namespace: "Bad_NS"}
+	require.ErrorContains(t, c.validate(), "announcerLeases.namespace")
+	c.Enable = ptr(false)
+	require.NoError(t, c.validate(), "a disabled section is not checked")
 }

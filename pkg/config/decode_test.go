@@ -73,6 +73,8 @@ ovsOpenFlowBackend: ofctl
 			MetricsBindAddress:   DefaultMetricsBindAddress,
 			LoadBalancerClass:    DefaultLoadBalancerClass,
 		},
+		Announcer: AnnouncerConfig{EnableLease: ptr(true), LeaseNamespace: "kube-system", LeaseDuration: dur(2 * time.Second),
+			RenewInterval: dur(500 * time.Millisecond), HandoverTimeout: &Duration{Duration: 5 * time.Second}, GratuitousInterval: &Duration{Duration: 30 * time.Second}},
 	}
 	c, err := ParseWithEnv([]byte(in), fakeEnv("from-env", "host"))
 	require.NoError(t, err)
@@ -300,6 +302,8 @@ func TestMarshalRoundTrip(t *testing.T) {
 				MetricsBindAddress:   DefaultMetricsBindAddress,
 				LoadBalancerClass:    DefaultLoadBalancerClass,
 			},
+			Announcer: AnnouncerConfig{EnableLease: ptr(false), LeaseNamespace: "antrea", LeaseDuration: dur(3 * time.Second),
+				RenewInterval: dur(time.Second), HandoverTimeout: &Duration{}, GratuitousInterval: &Duration{Duration: time.Minute}},
 		},
 	}
 	for name, c := range configs {
@@ -316,7 +320,14 @@ func TestMarshalRoundTrip(t *testing.T) {
 func TestMarshalOutput(t *testing.T) {
 	out, err := validConfig().Marshal()
 	require.NoError(t, err)
-	want := `antreaProxy:
+	want := `announcer:
+  enableLease: true
+  gratuitousInterval: 30s
+  handoverTimeout: 5s
+  leaseDuration: 2s
+  leaseNamespace: kube-system
+  renewInterval: 500ms
+antreaProxy:
   enable: true
   externalIPCIDRs: []
   fullSyncPeriod: 30s

@@ -29,6 +29,8 @@ func TestDefaults(t *testing.T) {
 			MetricsBindAddress:   DefaultMetricsBindAddress,
 			LoadBalancerClass:    DefaultLoadBalancerClass,
 		},
+		Announcer: AnnouncerConfig{EnableLease: ptr(true), LeaseNamespace: "kube-system", LeaseDuration: dur(2 * time.Second),
+			RenewInterval: dur(500 * time.Millisecond), HandoverTimeout: &Duration{Duration: 5 * time.Second}, GratuitousInterval: &Duration{Duration: 30 * time.Second}},
 	}
 	c := &AgentConfig{}
 	c.DefaultsFrom(fakeEnv("node-1", "host"))
@@ -60,6 +62,8 @@ func TestDefaultsKeepSetValues(t *testing.T) {
 			MetricsBindAddress:   DefaultMetricsBindAddress,
 			LoadBalancerClass:    DefaultLoadBalancerClass,
 		},
+		Announcer: AnnouncerConfig{EnableLease: ptr(false), LeaseNamespace: "antrea", LeaseDuration: dur(3 * time.Second),
+			RenewInterval: dur(time.Second), HandoverTimeout: &Duration{}, GratuitousInterval: &Duration{Duration: time.Minute}},
 	}
 	c := *set
 	c.DefaultsFrom(fakeEnv("from-env", "host"))

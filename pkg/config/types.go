@@ -88,6 +88,9 @@ type AgentConfig struct {
 	// NodeNetwork configures the node data path (see NodeNetworkConfig); omitted means all
 	// defaults.
 	NodeNetwork NodeNetworkConfig `json:"nodeNetwork,omitzero"`
+	// Announcer configures how this node holds the LoadBalancer IPs it announces (see
+	// AnnouncerConfig); omitted means all defaults.
+	Announcer AnnouncerConfig `json:"announcer"`
 }
 
 // AntreaProxyConfig is the antreaProxy section of antrea-agent.conf.

@@ -77,6 +77,9 @@ func (c *AgentConfig) Validate() error {
 	errs = append(errs, c.validateAPITCP()...)
 	errs = append(errs, c.AntreaProxy.validate("antreaProxy")...)
 	errs = append(errs, c.NodeNetwork.validate("nodeNetwork")...)
+	if c.Announcer.LeaseEnabled() {
+		add(c.Announcer.validate())
+	}
 	return errors.Join(errs...)
 }
 

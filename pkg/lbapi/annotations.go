@@ -83,3 +83,12 @@ func ParseAnnouncingNodes(s string) ([]Announcement, error) {
 	}
 	return out, nil
 }
+
+// Announcer Leases: every antrea-agent that may announce VIP-mode addresses renews the
+// coordination.k8s.io Lease AnnouncerLeaseName(node) in the configured namespace, labelled
+// LabelAnnouncer=<node>; antrea-controller gives a node addresses to announce only while that
+// Lease is renewed, and moves them within the Lease's duration after it stops.
+const LabelAnnouncer = "antrea-proxy.io/announcer"
+
+// AnnouncerLeaseName is the name of node's announcer Lease.
+func AnnouncerLeaseName(node string) string { return "antrea-proxy-announcer-" + node }

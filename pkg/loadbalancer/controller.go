@@ -49,8 +49,8 @@ type Options struct {
 	ReleaseGrace time.Duration
 	// Recorder receives the Events emitted on Services. Required.
 	Recorder record.EventRecorder
-	// Clock stamps condition transitions; default the real clock.
-	Clock clock.PassiveClock
+	// Clock stamps condition transitions and times announcer Leases; default the real clock.
+	Clock clock.WithTicker
 	// Workers is the number of parallel syncs; default DefaultWorkers.
 	Workers int
 	// Metrics receives the controller's metrics; default a new Metrics
@@ -59,6 +59,11 @@ type Options struct {
 	// StallTimeout is how long one sync may run before Stalled reports
 	// it; default DefaultStallTimeout.
 	StallTimeout time.Duration
+	// AnnouncerLeaseNamespace, when set, is where the agents renew their announcer Leases
+	// (lbapi.AnnouncerLeaseName): a node announces VIP-mode addresses only while its Lease is
+	// renewed, and loses them within the Lease's duration after it stops. "" makes the nodes'
+	// Ready condition alone decide, as before announcer Leases.
+	AnnouncerLeaseNamespace string
 }
 
 // Controller is the LoadBalancer IP provider. Create it with New before
@@ -87,6 +92,9 @@ type Controller struct {
 	// announcer is the node chosen for each VIP-mode address (shared
 	// addresses have one node for all their Services).
 	announcer map[netip.Addr]string
+	// leases tracks the announcer Leases (nil without them); leaseInf is their informer.
+	leases   *liveness
+	leaseInf cache.SharedIndexInformer
 }
 
 // New builds a Controller on the informers of factory.
@@ -161,6 +169,15 @@ func New(client kubernetes.Interface, factory informers.SharedInformerFactory, o
 	}); err != nil {
 		return nil, fmt.Errorf("loadbalancer: watching Namespaces: %w", err)
 	}
+	if ns := opts.AnnouncerLeaseNamespace; ns != "" {
+		c.leases = newLiveness(opts.Clock, c.enqueueVIPServices)
+		c.leaseInf = newLeaseInformer(client, ns)
+		if err := c.leases.watch(c.leaseInf); err != nil {
+			return nil, fmt.Errorf("loadbalancer: watching announcer Leases: %w", err)
+		}
+		c.picker.live = c.leases.isAlive
+		c.synced = append(c.synced, c.leaseInf.HasSynced)
+	}
 	return c, nil
 }
 
@@ -186,7 +203,7 @@ func (c *Controller) onService(obj any) {
 func (c *Controller) onNodeUpdate(oldObj, newObj any) {
 	o, ok1 := oldObj.(*v1.Node)
 	n, ok2 := newObj.(*v1.Node)
-	if ok1 && ok2 && nodeReady(o) == nodeReady(n) && labels.Equals(o.Labels, n.Labels) {
+	if ok1 && ok2 && nodeReady(o) == nodeReady(n) && labels.Equals(o.Labels, n.Labels) && draining(o) == draining(n) {
 		return // heartbeats and other changes that do not affect eligibility
 	}
 	c.enqueueVIPServices()
@@ -234,6 +251,9 @@ func (c *Controller) onEndpointSlice(obj any) {
 // until ctx is done.
 func (c *Controller) Run(ctx context.Context) error {
 	defer c.queue.ShutDown()
+	if c.leaseInf != nil {
+		go c.leaseInf.Run(ctx.Done())
+	}
 	if !cache.WaitForCacheSync(ctx.Done(), c.synced...) {
 		return fmt.Errorf("loadbalancer: informer caches did not sync: %w", ctx.Err())
 	}
@@ -242,6 +262,9 @@ func (c *Controller) Run(ctx context.Context) error {
 	}
 	c.ready.Store(true)
 	defer c.ready.Store(false)
+	if c.leases != nil {
+		go c.leases.run(ctx)
+	}
 	klog.InfoS("LoadBalancer controller started", "class", c.class, "pools", len(c.alloc.Pools()),
 		"restoredAddresses", c.alloc.InUse(), "workers", c.workers)
 	var wg sync.WaitGroup

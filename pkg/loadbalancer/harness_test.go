@@ -21,6 +21,7 @@ import (
 	"k8s.io/client-go/informers"
 	"k8s.io/client-go/kubernetes/fake"
 	k8stesting "k8s.io/client-go/testing"
+	"k8s.io/client-go/tools/cache"
 	"k8s.io/client-go/tools/record"
 	clocktesting "k8s.io/utils/clock/testing"
 
@@ -136,14 +137,24 @@ type harness struct {
 // starts its informers, but not its workers: tests call h.sync.
 func newHarness(t *testing.T, pools []config.IPPool, objs ...runtime.Object) *harness {
 	t.Helper()
+	return newHarnessWith(t, pools, nil, objs...)
+}
+
+// newHarnessWith is newHarness with options changed by mutate (nil: none).
+func newHarnessWith(t *testing.T, pools []config.IPPool, mutate func(*Options), objs ...runtime.Object) *harness {
+	t.Helper()
 	ctx, cancel := context.WithCancel(context.Background())
 	client := fake.NewClientset(objs...)
 	h := &harness{t: t, ctx: ctx, client: client, clock: clocktesting.NewFakeClock(t0),
 		recorder: record.NewFakeRecorder(1000)}
 	h.conflicts, _ = apiServerLike(client, false)
 	h.factory = informers.NewSharedInformerFactory(client, 0)
-	h.ctrl = h.newController(pools, h.recorder)
+	h.ctrl = h.newControllerWith(pools, h.recorder, mutate)
 	h.factory.Start(ctx.Done())
+	if h.ctrl.leaseInf != nil {
+		go h.ctrl.leaseInf.Run(ctx.Done())
+		require.True(t, cache.WaitForCacheSync(ctx.Done(), h.ctrl.leaseInf.HasSynced))
+	}
 	t.Cleanup(func() {
 		cancel()
 		h.factory.Shutdown()
@@ -154,10 +165,18 @@ func newHarness(t *testing.T, pools []config.IPPool, objs ...runtime.Object) *ha
 
 func (h *harness) newController(pools []config.IPPool, rec record.EventRecorder) *Controller {
 	h.t.Helper()
+	return h.newControllerWith(pools, rec, nil)
+}
+
+func (h *harness) newControllerWith(pools []config.IPPool, rec record.EventRecorder, mutate func(*Options)) *Controller {
+	h.t.Helper()
 	ps, err := NewPools(pools)
 	require.NoError(h.t, err)
-	c, err := New(h.client, h.factory, Options{Class: testClass, Pools: ps, Recorder: rec, Clock: h.clock,
-		ReleaseGrace: config.DefaultReleaseGracePeriod})
+	opts := Options{Class: testClass, Pools: ps, Recorder: rec, Clock: h.clock, ReleaseGrace: config.DefaultReleaseGracePeriod}
+	if mutate != nil {
+		mutate(&opts)
+	}
+	c, err := New(h.client, h.factory, opts)
 	require.NoError(h.t, err)
 	return c
 }

@@ -18,27 +18,38 @@ import (
 type nodePicker struct {
 	nodes  corelisters.NodeLister
 	slices discoverylisters.EndpointSliceLister
+	// live reports whether a node renews its announcer Lease; nil means every node does.
+	live func(node string) bool
 }
 
 // eligible returns, sorted, the nodes that may announce an address of
 // pool for services, the Services sharing it, all together: among the
-// Ready nodes that match the pool's node selector and are not labelled
+// Ready nodes that renew their announcer Lease (when the controller uses
+// them), match the pool's node selector and are not labelled
 // node.kubernetes.io/exclude-from-external-load-balancers, those that run
 // a ready endpoint of the most sharers with externalTrafficPolicy=Local.
 // A node must run one of at least one of them unless a sharer has
 // externalTrafficPolicy=Cluster (any node serves it). So one sharer
 // without local endpoints never withdraws the address of the others.
+// Among those, nodes that are not draining (cordoned, or tainted for
+// deletion by the cluster autoscaler) come first: a draining node keeps
+// an address only when no other node can take it.
 func (p nodePicker) eligible(pool *ipam.Pool, services []*v1.Service) ([]string, error) {
 	nodes, err := p.nodes.List(pool.NodeSelector)
 	if err != nil {
 		return nil, err
 	}
 	score := map[string]int{}
+	drain := map[string]bool{}
 	for _, n := range nodes {
 		if _, excluded := n.Labels[v1.LabelNodeExcludeBalancers]; excluded || !nodeReady(n) {
 			continue
 		}
+		if p.live != nil && !p.live(n.Name) {
+			continue
+		}
 		score[n.Name] = 0
+		drain[n.Name] = draining(n)
 	}
 	anyCluster := false
 	for _, svc := range services {
@@ -63,14 +74,38 @@ func (p nodePicker) eligible(pool *ipam.Pool, services []*v1.Service) ([]string,
 	if best == 0 && !anyCluster {
 		return nil, nil
 	}
-	var out []string
+	var out, staying []string
 	for n, s := range score {
 		if s == best {
 			out = append(out, n)
+			if !drain[n] {
+				staying = append(staying, n)
+			}
 		}
+	}
+	if len(staying) > 0 {
+		out = staying
 	}
 	slices.Sort(out)
 	return out, nil
+}
+
+// TaintToBeDeleted is the taint the cluster autoscaler puts on a node it is about to delete
+// (kube-proxy's KEP-3836 health check fails on it too).
+const TaintToBeDeleted = "ToBeDeletedByClusterAutoscaler"
+
+// draining reports whether a node is on its way out: cordoned (kubectl drain starts with
+// it) or tainted for deletion by the cluster autoscaler.
+func draining(n *v1.Node) bool {
+	if n.Spec.Unschedulable {
+		return true
+	}
+	for _, t := range n.Spec.Taints {
+		if t.Key == TaintToBeDeleted {
+			return true
+		}
+	}
+	return false
 }
 
 // endpointNodes returns the nodes that run a ready endpoint of svc.

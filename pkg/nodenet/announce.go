@@ -22,6 +22,7 @@ import (
 	"os"
 	"slices"
 	"strings"
+	"time"
 
 	"k8s.io/klog/v2"
 )
@@ -57,6 +58,12 @@ type Announcer struct {
 	prepared map[bool]bool // per family (true = IPv6) on uplink
 	// restore undoes PrepareUplink on uplink, per family.
 	restore map[bool]func() error
+	// refresh, when positive, repeats one gratuitous announcement per address at that
+	// interval (switches and routers that forgot the address learn it again); now is the clock
+	// and lastSent when each address was last announced.
+	refresh  time.Duration
+	now      func() time.Time
+	lastSent map[netip.Addr]time.Time
 }
 
 // NewAnnouncer returns an Announcer over ops sending repeats announcements per new address
@@ -67,6 +74,13 @@ func NewAnnouncer(ops AnnounceOps, repeats int) *Announcer {
 	}
 	return &Announcer{ops: ops, repeats: repeats, announced: map[netip.Addr]bool{}, pending: map[netip.Addr]int{},
 		prepared: map[bool]bool{}, restore: map[bool]func() error{}}
+}
+
+// RefreshEvery makes Sync repeat a gratuitous announcement of every announced address each
+// interval (0 turns it off), timed by now.
+func (a *Announcer) RefreshEvery(interval time.Duration, now func() time.Time) *Announcer {
+	a.refresh, a.now, a.lastSent = interval, now, map[netip.Addr]time.Time{}
+	return a
 }
 
 // Announced returns the addresses currently announced, sorted.
@@ -103,6 +117,7 @@ func (a *Announcer) Sync(uplink string, ips []netip.Addr) error {
 		}
 		delete(a.announced, ip)
 		delete(a.pending, ip)
+		delete(a.lastSent, ip)
 		klog.InfoS("Stopped announcing LoadBalancer IP", "ip", ip, "uplink", uplink)
 	}
 	for _, ip := range slices.SortedFunc(maps.Keys(want), netip.Addr.Compare) {
@@ -129,7 +144,18 @@ func (a *Announcer) Sync(uplink string, ips []netip.Addr) error {
 			klog.InfoS("Announcing LoadBalancer IP", "ip", ip, "uplink", uplink)
 		}
 	}
+	if a.refresh > 0 {
+		now := a.now()
+		for ip := range a.announced {
+			if _, owed := a.pending[ip]; !owed && now.Sub(a.lastSent[ip]) >= a.refresh {
+				a.pending[ip] = 1
+			}
+		}
+	}
 	for _, ip := range slices.SortedFunc(maps.Keys(a.pending), netip.Addr.Compare) {
+		if a.refresh > 0 {
+			a.lastSent[ip] = a.now()
+		}
 		if err := a.ops.Gratuitous(uplink, ip); err != nil {
 			errs = append(errs, fmt.Errorf("sending a gratuitous announcement of %s on %s: %w", ip, uplink, err))
 			continue

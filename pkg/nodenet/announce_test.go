@@ -6,6 +6,7 @@ import (
 	"net"
 	"net/netip"
 	"testing"
+	"time"
 
 	"github.com/google/go-cmp/cmp"
 	"github.com/google/gopacket"
@@ -183,4 +184,27 @@ func TestGratuitousFrame(t *testing.T) {
 	buf := gopacket.NewSerializeBuffer()
 	require.NoError(t, gopacket.SerializeLayers(buf, gopacket.SerializeOptions{ComputeChecksums: true}, icmp, gopacket.Payload(icmp.Payload)))
 	require.Equal(t, want, uint16(buf.Bytes()[2])<<8|uint16(buf.Bytes()[3]))
+}
+
+// TestAnnouncerRefresh: with a refresh interval, every announced address gets one more
+// gratuitous announcement each interval after its last one; a withdrawn address gets none.
+func TestAnnouncerRefresh(t *testing.T) {
+	ops := newFakeOps()
+	now := time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
+	an := NewAnnouncer(ops, 1).RefreshEvery(10*time.Second, func() time.Time { return now })
+	v4, v6 := a("172.18.0.5"), a("fd00:18::5")
+	require.NoError(t, an.Sync("eth0", []netip.Addr{v4, v6}))
+	require.Equal(t, []string{"garp eth0 172.18.0.5", "garp eth0 fd00:18::5"}, ops.take(), "announced at once")
+	now = now.Add(9 * time.Second)
+	require.NoError(t, an.Sync("eth0", []netip.Addr{v4, v6}))
+	require.Empty(t, ops.take(), "not yet")
+	now = now.Add(time.Second)
+	require.NoError(t, an.Sync("eth0", []netip.Addr{v4}))
+	require.Equal(t, []string{"del eth0 fd00:18::5", "garp eth0 172.18.0.5"}, ops.take(), "10 s after the last one; fd00:18::5 was withdrawn")
+	now = now.Add(5 * time.Second)
+	require.NoError(t, an.Sync("eth0", []netip.Addr{v4}))
+	require.Empty(t, ops.take())
+	now = now.Add(5 * time.Second)
+	require.NoError(t, an.Sync("eth0", []netip.Addr{v4}))
+	require.Equal(t, []string{"garp eth0 172.18.0.5"}, ops.take())
 }

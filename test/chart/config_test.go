@@ -48,6 +48,9 @@ func defaultAgentConfig() *config.AgentConfig {
 			MetricsBindAddress:   config.DefaultMetricsBindAddress,
 			LoadBalancerClass:    config.DefaultLoadBalancerClass,
 		},
+		Announcer: config.AnnouncerConfig{EnableLease: ptr(true), LeaseNamespace: Namespace,
+			LeaseDuration: config.Duration{Duration: 2 * time.Second}, RenewInterval: config.Duration{Duration: 500 * time.Millisecond},
+			HandoverTimeout: &config.Duration{Duration: 5 * time.Second}, GratuitousInterval: &config.Duration{Duration: 30 * time.Second}},
 	}
 }
 
@@ -75,6 +78,12 @@ agent:
   apiPort: 10444
 controller:
   loadBalancerClass: example.com/lb
+announcer:
+  enableLease: false
+  leaseDuration: 3s
+  renewInterval: 1s
+  handoverTimeout: 0s
+  gratuitousInterval: 1m
 `
 
 // TestAgentConfParsesStrictly renders antrea-agent.conf and loads it with the agent's own strict
@@ -105,6 +114,9 @@ func TestAgentConfParsesStrictly(t *testing.T) {
 			MetricsBindAddress:   "off",
 			LoadBalancerClass:    "example.com/lb",
 		},
+		Announcer: config.AnnouncerConfig{EnableLease: ptr(false), LeaseNamespace: Namespace,
+			LeaseDuration: config.Duration{Duration: 3 * time.Second}, RenewInterval: config.Duration{Duration: time.Second},
+			HandoverTimeout: &config.Duration{}, GratuitousInterval: &config.Duration{Duration: time.Minute}},
 	}
 	for _, tc := range []struct {
 		name string
@@ -194,6 +206,7 @@ func TestControllerConfParsesStrictly(t *testing.T) {
 				RetryPeriod:   config.Duration{Duration: 2 * time.Second},
 			},
 			ReleaseGracePeriod: &config.Duration{Duration: config.DefaultReleaseGracePeriod},
+			AnnouncerLeases:    config.AnnouncerLeasesConfig{Enable: ptr(true), Namespace: Namespace},
 			IPPools:            []config.IPPool{},
 		}
 		if diff := cmp.Diff(want, got); diff != "" {

@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/stretchr/testify/require"
+	coordinationv1 "k8s.io/api/coordination/v1"
 	corev1 "k8s.io/api/core/v1"
 	discoveryv1 "k8s.io/api/discovery/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
@@ -23,6 +24,7 @@ import (
 	typedcorev1 "k8s.io/client-go/kubernetes/typed/core/v1"
 	k8stesting "k8s.io/client-go/testing"
 	"k8s.io/client-go/tools/record"
+	"k8s.io/utils/clock"
 
 	"github.com/antrea-proxy/antrea-proxy/pkg/agent"
 	"github.com/antrea-proxy/antrea-proxy/pkg/config"
@@ -107,6 +109,28 @@ func TestAgentRBAC(t *testing.T) {
 	require.NoError(t, cs.Tracker().Delete(servicesGVR, "default", "web"))
 	require.Eventually(t, func() bool { return len(p.Services()) == 0 }, waitTimeout, 10*time.Millisecond,
 		"the proxier did not see Service default/web go")
+	// The announcer Lease: renewed while healthy, released at shutdown, then the handover's
+	// wait for the Services to name another node.
+	a := cfg.Announcer
+	lease := agent.NewAnnouncerLease(cs.CoordinationV1().Leases(a.LeaseNamespace), cfg.NodeName, a, func() bool { return true }, clock.RealClock{})
+	leaseCtx, stopLease := context.WithCancel(ctx)
+	leaseDone := make(chan struct{})
+	go func() { lease.Run(leaseCtx); close(leaseDone) }()
+	require.Eventually(t, lease.Valid, waitTimeout, 10*time.Millisecond, "the announcer Lease was never renewed")
+	require.Eventually(t, func() bool {
+		n := 0
+		for _, a := range cs.Actions() {
+			if a.GetResource().Resource == "leases" && a.GetVerb() == "update" {
+				n++
+			}
+		}
+		return n > 0
+	}, waitTimeout, 10*time.Millisecond, "the announcer Lease was never updated")
+	stopLease()
+	<-leaseDone
+	require.NoError(t, lease.Release(context.Background()))
+	_, moved := agent.HandOver(cs.CoreV1().Services(metav1.NamespaceAll), cfg.NodeName, waitTimeout, clock.RealClock{})
+	require.True(t, moved)
 	cancel()
 	require.NoError(t, <-done)
 	recordAgentWarnings(t, cs)
@@ -150,7 +174,15 @@ func TestControllerRBAC(t *testing.T) {
 	pools, err := loadbalancer.NewPools(cfg.IPPools)
 	require.NoError(t, err)
 
-	cs := fake.NewClientset(readyNode("node-a"), webService(corev1.ServiceTypeLoadBalancer), webSlice())
+	// node-a's agent renews its announcer Lease (seen by the controller as a renewal when it
+	// lists it).
+	nodeLease := &coordinationv1.Lease{
+		ObjectMeta: metav1.ObjectMeta{Namespace: cfg.AnnouncerLeases.Namespace, Name: lbapi.AnnouncerLeaseName("node-a"),
+			Labels: map[string]string{lbapi.LabelAnnouncer: "node-a"}},
+		Spec: coordinationv1.LeaseSpec{HolderIdentity: ptr("node-a"), LeaseDurationSeconds: ptr[int32](3600),
+			RenewTime: &metav1.MicroTime{Time: time.Now()}},
+	}
+	cs := fake.NewClientset(readyNode("node-a"), webService(corev1.ServiceTypeLoadBalancer), webSlice(), nodeLease)
 	// Service updates as on a real API server: a write from an older copy of the Service fails
 	// with a Conflict instead of undoing a newer write, the test's included.
 	services := newServiceStore(t, cs)
@@ -175,7 +207,8 @@ func TestControllerRBAC(t *testing.T) {
 	defer broadcaster.Shutdown()
 	recorder := broadcaster.NewRecorder(scheme.Scheme, corev1.EventSource{Component: "antrea-controller"})
 	factory := informers.NewSharedInformerFactory(cs, 0)
-	ctrl, err := loadbalancer.New(cs, factory, loadbalancer.Options{Class: cfg.LoadBalancerClass, Pools: pools, Recorder: recorder, Workers: 1})
+	ctrl, err := loadbalancer.New(cs, factory, loadbalancer.Options{Class: cfg.LoadBalancerClass, Pools: pools, Recorder: recorder, Workers: 1,
+		AnnouncerLeaseNamespace: cfg.AnnouncerLeases.Namespace})
 	require.NoError(t, err)
 	le := cfg.LeaderElection
 	done := make(chan error, 1)

@@ -57,6 +57,13 @@ antreaProxy:
   metricsBindAddress: {{ $p.metricsBindAddress | quote }}
   # The class antrea-controller serves: the agent announces only its Services' addresses.
   loadBalancerClass: {{ .Values.controller.loadBalancerClass | quote }}
+announcer:
+  enableLease: {{ .Values.announcer.enableLease }}
+  leaseNamespace: {{ .Release.Namespace | quote }}
+  leaseDuration: {{ .Values.announcer.leaseDuration | quote }}
+  renewInterval: {{ .Values.announcer.renewInterval | quote }}
+  handoverTimeout: {{ .Values.announcer.handoverTimeout | quote }}
+  gratuitousInterval: {{ .Values.announcer.gratuitousInterval | quote }}
 {{- end -}}
 
 {{/*
@@ -78,6 +85,9 @@ leaderElection:
   renewDeadline: {{ $le.renewDeadline | quote }}
   retryPeriod: {{ $le.retryPeriod | quote }}
 releaseGracePeriod: {{ .Values.controller.releaseGracePeriod | quote }}
+announcerLeases:
+  enable: {{ .Values.announcer.enableLease }}
+  namespace: {{ .Release.Namespace | quote }}
 {{- if .Values.lbPools }}
 ipPools:
 {{ toYaml .Values.lbPools }}

@@ -1,0 +1,189 @@
+package agent
+
+import (
+	"context"
+	"sync"
+	"time"
+
+	coordinationv1 "k8s.io/api/coordination/v1"
+	v1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/labels"
+	"k8s.io/client-go/kubernetes"
+	coordinationclient "k8s.io/client-go/kubernetes/typed/coordination/v1"
+	corev1client "k8s.io/client-go/kubernetes/typed/core/v1"
+	"k8s.io/klog/v2"
+	"k8s.io/utils/clock"
+	utilptr "k8s.io/utils/ptr"
+
+	"github.com/antrea-proxy/antrea-proxy/pkg/config"
+	"github.com/antrea-proxy/antrea-proxy/pkg/lbapi"
+)
+
+// AnnouncerLease renews this node's announcer Lease (lbapi.AnnouncerLeaseName) while the agent
+// is healthy, so that antrea-controller lets the node announce VIP-mode addresses, and moves
+// them within the Lease's duration after the renewals stop (the agent, its node or its
+// connection to the API server died, or the health check failed). The announcer announces only
+// while the last successful renewal is younger than the Lease's duration (valid), so a node cut
+// off from the API server withdraws about when the controller moves its addresses. At shutdown
+// the Lease is released (no holder): the controller moves the addresses at once.
+type AnnouncerLease struct {
+	leases   coordinationclient.LeaseInterface
+	node     string
+	duration time.Duration
+	renew    time.Duration
+	healthy  func() bool
+	clock    clock.WithTicker
+
+	mu        sync.Mutex
+	lastRenew time.Time // of the last successful renewal; zero when none or released
+	released  bool
+}
+
+func NewAnnouncerLease(leases coordinationclient.LeaseInterface, node string, cfg config.AnnouncerConfig, healthy func() bool, clk clock.WithTicker) *AnnouncerLease {
+	return &AnnouncerLease{leases: leases, node: node, duration: cfg.LeaseDuration.Duration, renew: cfg.RenewInterval.Duration,
+		healthy: healthy, clock: clk}
+}
+
+// valid reports whether the node may announce: the Lease was renewed within its duration.
+func (l *AnnouncerLease) Valid() bool {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return !l.lastRenew.IsZero() && l.clock.Since(l.lastRenew) < l.duration
+}
+
+// run renews the Lease every renew interval while healthy, until ctx is done.
+func (l *AnnouncerLease) Run(ctx context.Context) {
+	t := l.clock.NewTicker(l.renew)
+	defer t.Stop()
+	var lastErr string
+	for {
+		if l.healthy() {
+			err := l.write(ctx, true)
+			switch {
+			case err != nil && err.Error() != lastErr && ctx.Err() == nil:
+				klog.ErrorS(err, "Renewing the announcer Lease failed; retrying", "node", l.node)
+				lastErr = err.Error()
+			case err == nil:
+				lastErr = ""
+			}
+		}
+		select {
+		case <-ctx.Done():
+			return
+		case <-t.C():
+		}
+	}
+}
+
+// release gives the Lease up (no holder) and stops renewals: the controller moves this node's
+// addresses at once.
+func (l *AnnouncerLease) Release(ctx context.Context) error {
+	l.mu.Lock()
+	l.released = true
+	l.lastRenew = time.Time{}
+	l.mu.Unlock()
+	return l.write(ctx, false)
+}
+
+// write creates or updates the Lease, held (renewed now) or released.
+func (l *AnnouncerLease) write(ctx context.Context, held bool) error {
+	l.mu.Lock()
+	if held && l.released {
+		l.mu.Unlock()
+		return nil
+	}
+	l.mu.Unlock()
+	ctx, cancel := context.WithTimeout(ctx, l.duration)
+	defer cancel()
+	now := l.clock.Now()
+	spec := coordinationv1.LeaseSpec{LeaseDurationSeconds: utilptr.To(int32(l.duration / time.Second)), RenewTime: &metav1.MicroTime{Time: now}}
+	if held {
+		spec.HolderIdentity = utilptr.To(l.node)
+	}
+	name := lbapi.AnnouncerLeaseName(l.node)
+	cur, err := l.leases.Get(ctx, name, metav1.GetOptions{})
+	switch {
+	case apierrors.IsNotFound(err):
+		_, err = l.leases.Create(ctx, &coordinationv1.Lease{
+			ObjectMeta: metav1.ObjectMeta{Name: name, Labels: map[string]string{lbapi.LabelAnnouncer: l.node}}, Spec: spec}, metav1.CreateOptions{})
+	case err == nil:
+		cur.Spec = spec
+		if cur.Labels == nil {
+			cur.Labels = map[string]string{}
+		}
+		cur.Labels[lbapi.LabelAnnouncer] = l.node
+		_, err = l.leases.Update(ctx, cur, metav1.UpdateOptions{})
+	}
+	if err != nil {
+		return err
+	}
+	if held {
+		l.mu.Lock()
+		if !l.released {
+			l.lastRenew = now
+		}
+		l.mu.Unlock()
+	}
+	return nil
+}
+
+// HandOver waits, at most timeout, until no Service names this node as the announcer of an
+// address any more (the controller moved them after release), listing Services every 100 ms.
+// It returns how long it waited and whether every address moved.
+func HandOver(services corev1client.ServiceInterface, node string, timeout time.Duration, clk clock.WithTicker) (time.Duration, bool) {
+	start := clk.Now()
+	ctx, cancel := context.WithTimeout(context.Background(), timeout)
+	defer cancel()
+	t := clk.NewTicker(100 * time.Millisecond)
+	defer t.Stop()
+	for {
+		list, err := services.List(ctx, metav1.ListOptions{LabelSelector: labels.Everything().String()})
+		if err == nil && !namesNode(list.Items, node) {
+			return clk.Since(start), true
+		}
+		select {
+		case <-ctx.Done():
+			return clk.Since(start), false
+		case <-t.C():
+		}
+	}
+}
+
+// namesNode reports whether a Service's announcing-node annotation assigns an address to node.
+func namesNode(svcs []v1.Service, node string) bool {
+	for i := range svcs {
+		as, _ := lbapi.ParseAnnouncingNodes(svcs[i].Annotations[lbapi.AnnotationAnnouncingNode])
+		for _, a := range as {
+			if a.Node == node {
+				return true
+			}
+		}
+	}
+	return false
+}
+
+// setUpAnnouncerLease gives the data path this node's announcer Lease when it is enabled.
+func (c *Components) setUpAnnouncerLease(cfg *config.AgentConfig, client kubernetes.Interface) {
+	a := cfg.Announcer
+	if c.DataPath == nil || client == nil || !a.LeaseEnabled() || !cfg.AntreaProxy.Enabled() {
+		return
+	}
+	health := c.observers.health
+	c.DataPath.lease = NewAnnouncerLease(client.CoordinationV1().Leases(a.LeaseNamespace), cfg.NodeName, a,
+		func() bool { return health.IsHealthy() && health.NodeEligible() }, clock.RealClock{})
+	c.DataPath.handoverSvcs = client.CoreV1().Services(metav1.NamespaceAll)
+	c.DataPath.handoverTimeout = a.Handover()
+}
+
+// waitDataPath stops the data path (cancel) and waits for its goroutines.
+func (c *Components) waitDataPath(cancel context.CancelFunc) {
+	cancel()
+	if c.DataPath == nil {
+		return
+	}
+	if err := c.DataPath.Wait(); err != nil {
+		klog.ErrorS(err, "The node data path stopped with an error")
+	}
+}

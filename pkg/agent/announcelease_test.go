@@ -1,0 +1,95 @@
+package agent
+
+import (
+	"context"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/require"
+	v1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/client-go/kubernetes/fake"
+	"k8s.io/utils/clock"
+	clocktesting "k8s.io/utils/clock/testing"
+
+	"github.com/antrea-proxy/antrea-proxy/pkg/config"
+	"github.com/antrea-proxy/antrea-proxy/pkg/lbapi"
+)
+
+// TestAnnouncerLease: the Lease is created and renewed while the agent is healthy; the node
+// may announce only within the Lease's duration after the last renewal (an unhealthy agent, or
+// one cut off from the API server, stops claiming its addresses); release writes no holder and
+// ends renewals.
+func TestAnnouncerLease(t *testing.T) {
+	client := fake.NewClientset()
+	clk := clocktesting.NewFakeClock(time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC))
+	var healthy atomic.Bool
+	healthy.Store(true)
+	cfg := config.AnnouncerConfig{LeaseDuration: config.Duration{Duration: 2 * time.Second}, RenewInterval: config.Duration{Duration: 500 * time.Millisecond}}
+	leases := client.CoordinationV1().Leases("kube-system")
+	l := NewAnnouncerLease(leases, "n1", cfg, healthy.Load, clk)
+	ctx := context.Background()
+	require.False(t, l.Valid(), "never renewed")
+
+	require.NoError(t, l.write(ctx, true))
+	got, err := leases.Get(ctx, lbapi.AnnouncerLeaseName("n1"), metav1.GetOptions{})
+	require.NoError(t, err)
+	require.Equal(t, "n1", got.Labels[lbapi.LabelAnnouncer])
+	require.Equal(t, "n1", *got.Spec.HolderIdentity)
+	require.Equal(t, int32(2), *got.Spec.LeaseDurationSeconds)
+	require.True(t, l.Valid())
+
+	clk.Step(1900 * time.Millisecond)
+	require.True(t, l.Valid(), "within the duration")
+	clk.Step(200 * time.Millisecond)
+	require.False(t, l.Valid(), "2 s after the last renewal the node stops announcing")
+	require.NoError(t, l.write(ctx, true))
+	require.True(t, l.Valid(), "a renewal makes it valid again")
+
+	require.NoError(t, l.Release(ctx))
+	got, err = leases.Get(ctx, lbapi.AnnouncerLeaseName("n1"), metav1.GetOptions{})
+	require.NoError(t, err)
+	require.Nil(t, got.Spec.HolderIdentity, "a released Lease has no holder")
+	require.False(t, l.Valid())
+	require.NoError(t, l.write(ctx, true))
+	require.False(t, l.Valid(), "no renewal after release")
+	got, _ = leases.Get(ctx, lbapi.AnnouncerLeaseName("n1"), metav1.GetOptions{})
+	require.Nil(t, got.Spec.HolderIdentity)
+}
+
+// TestAnnouncerLeaseRunsOnlyWhileHealthy: the renewal loop writes only while healthy.
+func TestAnnouncerLeaseRunsOnlyWhileHealthy(t *testing.T) {
+	client := fake.NewClientset()
+	clk := clocktesting.NewFakeClock(time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC))
+	var healthy atomic.Bool
+	cfg := config.AnnouncerConfig{LeaseDuration: config.Duration{Duration: 2 * time.Second}, RenewInterval: config.Duration{Duration: 500 * time.Millisecond}}
+	l := NewAnnouncerLease(client.CoordinationV1().Leases("kube-system"), "n1", cfg, healthy.Load, clk)
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan struct{})
+	go func() { l.Run(ctx); close(done) }()
+	defer func() { cancel(); <-done }()
+	require.Eventually(t, clk.HasWaiters, 5*time.Second, time.Millisecond)
+	require.False(t, l.Valid(), "an unhealthy agent does not renew")
+	healthy.Store(true)
+	clk.Step(500 * time.Millisecond)
+	require.Eventually(t, l.Valid, 5*time.Second, time.Millisecond, "the next tick renews once healthy")
+}
+
+// TestHandOver: a stopping agent waits until no Service names it as an announcer.
+func TestHandOver(t *testing.T) {
+	svc := &v1.Service{ObjectMeta: metav1.ObjectMeta{Namespace: "ns", Name: "web",
+		Annotations: map[string]string{lbapi.AnnotationAnnouncingNode: "10.0.0.1=n1"}}}
+	client := fake.NewClientset(svc)
+	svcs := client.CoreV1().Services(metav1.NamespaceAll)
+	took, done := HandOver(svcs, "n2", time.Second, clocktesting.NewFakeClock(time.Now()))
+	require.True(t, done, "n2 announces nothing")
+	require.Zero(t, took)
+	go func() {
+		moved := svc.DeepCopy()
+		moved.Annotations[lbapi.AnnotationAnnouncingNode] = "10.0.0.1=n2"
+		_, _ = client.CoreV1().Services("ns").Update(context.Background(), moved, metav1.UpdateOptions{})
+	}()
+	_, done = HandOver(svcs, "n1", 5*time.Second, clock.RealClock{})
+	require.True(t, done, "n1's address moved to n2")
+}

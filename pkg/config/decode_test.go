@@ -45,6 +45,9 @@ antreaProxy:
   serviceProxyName: my-proxy
   minSyncInterval: 250ms
   fullSyncPeriod: 1m
+  maxFlowsPerService: 20000
+  maxFlows: 400000
+  flowRestoreTimeout: 45s
 ovsOpenFlowBackend: ofctl
 `
 	want := &AgentConfig{
@@ -72,6 +75,9 @@ ovsOpenFlowBackend: ofctl
 			HealthzBindAddress:   DefaultHealthzBindAddress,
 			MetricsBindAddress:   DefaultMetricsBindAddress,
 			LoadBalancerClass:    DefaultLoadBalancerClass,
+			MaxFlowsPerService:   20000,
+			MaxFlows:             400000,
+			FlowRestoreTimeout:   dur(45 * time.Second),
 		},
 	}
 	c, err := ParseWithEnv([]byte(in), fakeEnv("from-env", "host"))
@@ -299,6 +305,9 @@ func TestMarshalRoundTrip(t *testing.T) {
 				HealthzBindAddress:   DefaultHealthzBindAddress,
 				MetricsBindAddress:   DefaultMetricsBindAddress,
 				LoadBalancerClass:    DefaultLoadBalancerClass,
+				MaxFlowsPerService:   7,
+				MaxFlows:             70,
+				FlowRestoreTimeout:   dur(5 * time.Second),
 			},
 		},
 	}
@@ -319,9 +328,12 @@ func TestMarshalOutput(t *testing.T) {
 	want := `antreaProxy:
   enable: true
   externalIPCIDRs: []
+  flowRestoreTimeout: 30s
   fullSyncPeriod: 30s
   healthzBindAddress: 0.0.0.0:10256
   loadBalancerClass: antrea-proxy.io/lb
+  maxFlows: 1000000
+  maxFlowsPerService: 100000
   metricsBindAddress: 127.0.0.1:10249
   minSyncInterval: 1s
   nodePortAddresses: []

@@ -58,6 +58,7 @@ func (c *AgentConfig) DefaultsFrom(env Env) {
 	setString(&p.HealthzBindAddress, DefaultHealthzBindAddress)
 	setString(&p.MetricsBindAddress, DefaultMetricsBindAddress)
 	setString(&p.LoadBalancerClass, DefaultLoadBalancerClass)
+	p.budgetDefaults()
 }
 
 func defaultNodeName(env Env) string {

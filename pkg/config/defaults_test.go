@@ -28,6 +28,9 @@ func TestDefaults(t *testing.T) {
 			HealthzBindAddress:   DefaultHealthzBindAddress,
 			MetricsBindAddress:   DefaultMetricsBindAddress,
 			LoadBalancerClass:    DefaultLoadBalancerClass,
+			MaxFlowsPerService:   DefaultMaxFlowsPerService,
+			MaxFlows:             DefaultMaxFlows,
+			FlowRestoreTimeout:   dur(DefaultFlowRestoreTimeout),
 		},
 	}
 	c := &AgentConfig{}
@@ -59,6 +62,9 @@ func TestDefaultsKeepSetValues(t *testing.T) {
 			HealthzBindAddress:   DefaultHealthzBindAddress,
 			MetricsBindAddress:   DefaultMetricsBindAddress,
 			LoadBalancerClass:    DefaultLoadBalancerClass,
+			MaxFlowsPerService:   1000,
+			MaxFlows:             5000,
+			FlowRestoreTimeout:   dur(10 * time.Second),
 		},
 	}
 	c := *set

@@ -47,6 +47,9 @@ func defaultAgentConfig() *config.AgentConfig {
 			HealthzBindAddress:   config.DefaultHealthzBindAddress,
 			MetricsBindAddress:   config.DefaultMetricsBindAddress,
 			LoadBalancerClass:    config.DefaultLoadBalancerClass,
+			MaxFlowsPerService:   config.DefaultMaxFlowsPerService,
+			MaxFlows:             config.DefaultMaxFlows,
+			FlowRestoreTimeout:   config.Duration{Duration: config.DefaultFlowRestoreTimeout},
 		},
 	}
 }
@@ -64,6 +67,9 @@ antreaProxy:
   serviceProxyName: antrea-proxy
   minSyncInterval: 500ms
   fullSyncPeriod: 1m
+  maxFlowsPerService: 20000
+  maxFlows: 300000
+  flowRestoreTimeout: 45s
   healthzBindAddress: "0.0.0.0:10266"
   metricsBindAddress: "off"
 ovs:
@@ -104,6 +110,9 @@ func TestAgentConfParsesStrictly(t *testing.T) {
 			HealthzBindAddress:   "0.0.0.0:10266",
 			MetricsBindAddress:   "off",
 			LoadBalancerClass:    "example.com/lb",
+			MaxFlowsPerService:   20000,
+			MaxFlows:             300000,
+			FlowRestoreTimeout:   config.Duration{Duration: 45 * time.Second},
 		},
 	}
 	for _, tc := range []struct {

@@ -149,6 +149,8 @@ func proxyOptions(ctx context.Context, cfg *config.AgentConfig, db *ovsdb.Client
 		MinSyncInterval:      ap.MinSyncInterval.Duration,
 		FullSyncPeriod:       ap.FullSyncPeriod.Duration,
 		ExternalIPCIDRs:      ap.ExternalIPPrefixes(),
+		MaxFlowsPerService:   ap.MaxFlowsPerService,
+		MaxFlows:             ap.MaxFlows,
 	}
 	// No ExternalIP or LB IP may be one of the agent's virtual addresses (either family).
 	opts.NodePortVirtualIPs, opts.ServiceVirtualIPs = cfg.NodeNetwork.VirtualIPs()
@@ -224,7 +226,7 @@ func Run(ctx context.Context, cfg *config.AgentConfig, client kubernetes.Interfa
 		return fmt.Errorf("starting the node data path: %w", err)
 	}
 	c.startSelfHealing(ctx, cfg)
-	go c.clearFlowRestoreWaitAfterFirstSync(ctx, cfg)
+	go c.clearFlowRestoreWaitAtStart(ctx, cfg)
 	if !cfg.AntreaProxy.Enabled() {
 		klog.InfoS("AntreaProxy is disabled (antreaProxy.enable=false); nothing to do")
 		<-ctx.Done()

@@ -14,9 +14,11 @@ import (
 // flowRestorePoll is how often the start-up wait for flow-restore-wait looks at the proxier.
 const flowRestorePoll = 100 * time.Millisecond
 
-// syncStater reports the proxier's syncs (proxy.Proxier.SyncState).
-type syncStater interface {
+// proxierStart is what the start-up wait needs of the proxier (proxy.Proxier): its syncs, and
+// the node-level flows every packet needs, installed without any Service.
+type proxierStart interface {
 	SyncState() (last time.Time, err error, syncs int)
+	InstallBaseFlows(ctx context.Context) error
 }
 
 // flowRestoreDB reads and clears flow-restore-wait (ovsdb.Client).
@@ -28,10 +30,12 @@ type flowRestoreDB interface {
 // flowRestoreGate clears flow-restore-wait at start-up. Call run once the gateway and pod
 // flows are in (after the data path started): it clears it as soon as the proxier has synced
 // once, or when timeout has passed without that (the proxier failing or blocked: a node must
-// forward pod-to-pod traffic whatever its Services do), and retries until OVSDB answers.
+// forward pod-to-pod traffic whatever its Services do), after the proxier installed its
+// node-level flows without Services (proxy.Proxier.InstallBaseFlows). It retries both until
+// they succeed.
 type flowRestoreGate struct {
 	clock   clock.WithTicker
-	proxier syncStater // nil: the proxy is disabled, nothing to wait for
+	proxier proxierStart // nil: the proxy is disabled, nothing to wait for
 	db      flowRestoreDB
 	timeout time.Duration
 }
@@ -48,11 +52,15 @@ func (g flowRestoreGate) run(ctx context.Context) {
 			_, err, syncs := g.proxier.SyncState()
 			ready = syncs > 0
 			if !ready && g.clock.Since(start) >= g.timeout {
-				ready = true
 				if !warned {
 					warned = true
 					klog.InfoS("The proxier has not synced within flowRestoreTimeout: clearing flow-restore-wait so that pod traffic flows; Services follow when it syncs",
 						"timeout", g.timeout, "lastError", err)
+				}
+				err := g.proxier.InstallBaseFlows(ctx)
+				ready = err == nil
+				if err != nil && ctx.Err() == nil {
+					klog.ErrorS(err, "Installing the node-level flows failed; retrying")
 				}
 			}
 		}

@@ -21,6 +21,21 @@ type fakeSyncer struct {
 	syncs int
 	err   error
 	asked chan struct{}
+	// base counts InstallBaseFlows calls.
+	base int
+}
+
+func (f *fakeSyncer) InstallBaseFlows(context.Context) error {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	f.base++
+	return nil
+}
+
+func (f *fakeSyncer) baseCalls() int {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	return f.base
 }
 
 func (f *fakeSyncer) SyncState() (time.Time, error, int) {
@@ -129,17 +144,21 @@ func TestFlowRestoreGateHealthyStart(t *testing.T) {
 	f.prox.set(1, nil)
 	f.clk.Step(flowRestorePoll)
 	f.waitCleared(t)
+	require.Zero(t, f.prox.baseCalls(), "the first sync installed the node-level flows")
 }
 
 // TestFlowRestoreGateProxierNeverSyncs: a proxier that fails every sync holds flow-restore-wait
-// for the timeout only, after which it is cleared (the gateway and pod flows are in).
+// for the timeout only, after which its node-level flows are installed without Services and it
+// is cleared (the gateway and pod flows are in).
 func TestFlowRestoreGateProxierNeverSyncs(t *testing.T) {
 	f := startGate(t)
 	f.prox.set(0, errors.New("OVS rejected the bundle"))
 	f.step(t, 29*time.Second)
 	require.True(t, f.db.isOn(), "cleared before the timeout")
+	require.Zero(t, f.prox.baseCalls())
 	f.step(t, time.Second)
 	f.waitCleared(t)
+	require.Equal(t, 1, f.prox.baseCalls(), "the node-level flows go in before flow-restore-wait is cleared")
 }
 
 // blockingOwner is a proxier owner whose Replay waits for release and returns its error.

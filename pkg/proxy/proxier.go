@@ -100,6 +100,8 @@ type Proxier struct {
 	svcOwners  map[types.NamespacedName][]owner
 	status     map[types.NamespacedName]*serviceStatus
 	problems   map[types.NamespacedName]*ServiceProblem
+	// earlyBase is set once InstallBaseFlows ran: the first bundle deletes what it installed.
+	earlyBase bool
 	// applySeq is odd while a bundle is being applied and not yet committed (Verify).
 	applySeq uint64
 	// nodePortAddrs are the NodePort addresses of the committed base flows (NodePortAddresses).

@@ -260,6 +260,11 @@ func (p *Proxier) gather(start time.Time, full bool) *syncInput {
 	}
 	if in.first {
 		in.stale, in.staleCurrent, in.staleGroups = p.stale, p.staleCurrent, p.staleGroups
+		p.mu.Lock()
+		if p.earlyBase {
+			in.staleCurrent = p.earlyBaseDelete(in.staleCurrent)
+		}
+		p.mu.Unlock()
 	}
 	return in
 }

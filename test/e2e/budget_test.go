@@ -122,7 +122,7 @@ func pollGuarded(t *testing.T, g *rssGuard, timeout time.Duration, what string, 
 // by the flow budget before anything is built: every agent's resident size stays within 50 MB
 // of its baseline, its servicemap rows show TooManyFlows, each agent raises one Warning Event,
 // a ClusterIP Service created right after it answers within seconds, and the agents keep
-// syncing and stay healthy.
+// syncing and stay healthy (/healthz and /livez answer 200).
 func TestBudgetHugeService(t *testing.T) {
 	sb := framework.StartSandbox(t, framework.SandboxOptions{})
 	ctx := context.Background()
@@ -170,15 +170,16 @@ func TestBudgetHugeService(t *testing.T) {
 		})
 	})
 	t.Run("AgentsKeepSyncingWithinMemory", func(t *testing.T) {
-		// Two more syncs of every agent (one at least a periodic full resync, which every
-		// agent runs within its fullSyncPeriod of 30 s) with the huge Service still there.
+		// Two more syncs of every agent with the huge Service still there: one for a new
+		// Service, one at least a periodic full resync (fullSyncPeriod is 30 s).
 		before := map[string]int{}
 		for _, n := range sb.Nodes {
 			info, err := n.API.AgentInfo(ctx)
 			require.NoError(t, err)
 			before[n.Name] = info.Sync.Syncs
 		}
-		pollGuarded(t, guard, time.Minute, "every agent to sync twice more without error", func(ctx context.Context) (bool, string, error) {
+		createService(t, sb, tcpService(budgetNS, "small2", "web", corev1.ServiceTypeClusterIP, 80))
+		pollGuarded(t, guard, 90*time.Second, "every agent to sync twice more without error", func(ctx context.Context) (bool, string, error) {
 			for _, n := range sb.Nodes {
 				info, err := n.API.AgentInfo(ctx)
 				if err != nil {
@@ -197,6 +198,13 @@ func TestBudgetHugeService(t *testing.T) {
 		ok, why, err := servicemapProblem(ctx, sb, "huge", reasonTooManyFlows)
 		require.NoError(t, err)
 		require.True(t, ok, why)
+		for _, n := range sb.Nodes {
+			for _, path := range []string{"/healthz", "/livez"} {
+				code, raw, err := n.NS.HTTPStatus(ctx, "http://127.0.0.1:10256"+path)
+				require.NoError(t, err)
+				require.Equal(t, 200, code, "%s's agent %s: %s", n.Name, path, raw)
+			}
+		}
 	})
 }
 

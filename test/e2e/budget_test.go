@@ -34,6 +34,8 @@ const (
 	// budgetRSSSlack is how much an agent's resident size may grow over its baseline.
 	budgetRSSSlack     = 50 << 20
 	reasonTooManyFlows = "TooManyFlows"
+	// budgetFullSyncPeriod is the sandbox agents' antreaProxy.fullSyncPeriod.
+	budgetFullSyncPeriod = 30 * time.Second
 )
 
 // hugeService is a ClusterIP Service with hugePorts TCP ports, hugeExternalIPs externalIPs and
@@ -150,6 +152,7 @@ func TestBudgetHugeService(t *testing.T) {
 	require.NoError(t, err)
 	t.Logf("the huge Service object is %d KB", len(body)>>10)
 	createService(t, sb, huge)
+	hugeCreated := time.Now()
 	pollGuarded(t, guard, 2*time.Minute, "every agent to show TooManyFlows for budget/huge", func(ctx context.Context) (bool, string, error) {
 		return servicemapProblem(ctx, sb, "huge", reasonTooManyFlows)
 	})
@@ -170,8 +173,9 @@ func TestBudgetHugeService(t *testing.T) {
 		})
 	})
 	t.Run("AgentsKeepSyncingWithinMemory", func(t *testing.T) {
-		// Two more syncs of every agent with the huge Service still there: one for a new
-		// Service, one at least a periodic full resync (fullSyncPeriod is 30 s).
+		// Two more syncs of every agent with the huge Service still there (a new Service and
+		// its endpoints), and a full resync period (30 s) passed since the huge Service came:
+		// the memory guard holds through a periodic full resync too.
 		before := map[string]int{}
 		for _, n := range sb.Nodes {
 			info, err := n.API.AgentInfo(ctx)
@@ -192,6 +196,9 @@ func TestBudgetHugeService(t *testing.T) {
 					return false, fmt.Sprintf("%s: %d syncs, want %d", n.Name, info.Sync.Syncs, before[n.Name]+2), nil
 				}
 			}
+			if d := time.Since(hugeCreated); d < budgetFullSyncPeriod+5*time.Second {
+				return false, fmt.Sprintf("%v since the huge Service came", d.Round(time.Second)), nil
+			}
 			return true, "", nil
 		})
 		require.NoError(t, guard.check())
@@ -199,6 +206,14 @@ func TestBudgetHugeService(t *testing.T) {
 		require.NoError(t, err)
 		require.True(t, ok, why)
 		for _, n := range sb.Nodes {
+			// The host captures none of the refused Service's addresses (nft service-ports).
+			addrs, err := n.ServicePortAddrs()
+			require.NoError(t, err)
+			for a := range addrs {
+				ip, err := netip.ParseAddr(a)
+				require.NoError(t, err)
+				require.False(t, budgetExternalIPs.Contains(ip), "%s's host captures %s of the refused Service", n.Name, a)
+			}
 			for _, path := range []string{"/healthz", "/livez"} {
 				code, raw, err := n.NS.HTTPStatus(ctx, "http://127.0.0.1:10256"+path)
 				require.NoError(t, err)

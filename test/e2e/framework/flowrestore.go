@@ -18,20 +18,10 @@ import (
 // options and waits at most timeout, only until its CNI server answers (the gateway and pod flows
 // are in by then): not for its proxier, which a test may keep from syncing.
 func (n *Node) StartAgentUnsynced(timeout time.Duration) error {
-	cfg := n.agentConfig(n.s.agent)
-	b, err := cfg.Marshal()
+	p, err := n.launchAgent(n.s.agent)
 	if err != nil {
 		return err
 	}
-	if err := os.WriteFile(n.ConfPath, b, 0o644); err != nil {
-		return fmt.Errorf("node %s: writing %s: %w", n.Name, n.ConfPath, err)
-	}
-	p, err := n.s.startInNS("antrea-agent-"+n.Name, n.NS, filepath.Join(n.s.Bins.Dir, "antrea-agent"),
-		"--config", n.ConfPath, "--v=2")
-	if err != nil {
-		return err
-	}
-	n.agent, n.agentConf = p, cfg
 	what := fmt.Sprintf("antrea-agent on %s to serve CNI requests (log %s)", n.Name, p.LogPath)
 	return waitReadyOrFail(p, timeout, what, func(context.Context) (bool, string, error) {
 		ok, status := n.cniReady()
@@ -63,4 +53,24 @@ func (s *Sandbox) SetAgentEndpointSliceAccess(ctx context.Context, allowed bool)
 	}
 	_, err = roles.Update(ctx, role, metav1.UpdateOptions{})
 	return err
+}
+
+// launchAgent writes antrea-agent.conf for opts and starts antrea-agent inside the node
+// namespace, without waiting for anything.
+func (n *Node) launchAgent(opts AgentOptions) (*process, error) {
+	cfg := n.agentConfig(opts)
+	b, err := cfg.Marshal()
+	if err != nil {
+		return nil, err
+	}
+	if err := os.WriteFile(n.ConfPath, b, 0o644); err != nil {
+		return nil, fmt.Errorf("node %s: writing %s: %w", n.Name, n.ConfPath, err)
+	}
+	p, err := n.s.startInNS("antrea-agent-"+n.Name, n.NS, filepath.Join(n.s.Bins.Dir, "antrea-agent"),
+		"--config", n.ConfPath, "--v=2")
+	if err != nil {
+		return nil, err
+	}
+	n.agent, n.agentConf = p, cfg
+	return p, nil
 }

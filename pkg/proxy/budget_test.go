@@ -2,6 +2,8 @@ package proxy
 
 import (
 	"fmt"
+	"math/rand/v2"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -200,4 +202,37 @@ func TestBudgetEstimateBoundsPipeline(t *testing.T) {
 		})
 	}
 	t.Logf("built/estimated: %s", strings.Join(report, ", "))
+}
+
+// TestBudgetIncrementalMatchesRanking: whatever the order of changes, the Services a flowBudget
+// refuses after each settle are those a ranking of every Service from scratch refuses (the
+// shortcut taken while nothing is refused by the node's budget decides the same).
+func TestBudgetIncrementalMatchesRanking(t *testing.T) {
+	r := rand.New(rand.NewPCG(1, 2))
+	for round := range 200 {
+		b := newFlowBudget(10, 30)
+		for step := range 40 {
+			nn := types.NamespacedName{Namespace: "ns", Name: fmt.Sprintf("s%d", r.IntN(12))}
+			e := budgetEntry{cost: 1 + r.IntN(14), created: time.Unix(int64(r.IntN(5)), 0)}
+			b.set(nn, e, r.IntN(5) != 0)
+			b.settle()
+			fresh := newFlowBudget(10, 30)
+			for n, e := range b.entries {
+				fresh.entries[n] = e
+			}
+			fresh.walk = true
+			fresh.settle()
+			require.Equal(t, refusedNames(fresh), refusedNames(b), "round %d step %d", round, step)
+			require.Equal(t, fresh.admitted, b.admitted, "round %d step %d", round, step)
+		}
+	}
+}
+
+func refusedNames(b *flowBudget) []string {
+	var out []string
+	for nn := range b.refused {
+		out = append(out, nn.Name)
+	}
+	slices.Sort(out)
+	return out
 }

@@ -150,7 +150,9 @@ func proxyOptions(ctx context.Context, cfg *config.AgentConfig, db *ovsdb.Client
 		FullSyncPeriod:       ap.FullSyncPeriod.Duration,
 		ExternalIPCIDRs:      ap.ExternalIPPrefixes(),
 		// ovs-vswitchd's connection tracker, for the UDP conntrack reconciler.
-		Conntrack: &conntrack.Table{RunDir: cfg.OVSRunDir},
+		Conntrack:          &conntrack.Table{RunDir: cfg.OVSRunDir},
+		MaxFlowsPerService: ap.MaxFlowsPerService,
+		MaxFlows:           ap.MaxFlows,
 	}
 	// No ExternalIP or LB IP may be one of the agent's virtual addresses (either family).
 	opts.NodePortVirtualIPs, opts.ServiceVirtualIPs = cfg.NodeNetwork.VirtualIPs()
@@ -230,7 +232,7 @@ func Run(ctx context.Context, cfg *config.AgentConfig, client kubernetes.Interfa
 	// over) before the process exits.
 	defer c.waitDataPath(cancel)
 	c.startSelfHealing(ctx, cfg)
-	go c.clearFlowRestoreWaitAfterFirstSync(ctx, cfg)
+	go c.clearFlowRestoreWaitAtStart(ctx, cfg)
 	if !cfg.AntreaProxy.Enabled() {
 		klog.InfoS("AntreaProxy is disabled (antreaProxy.enable=false); nothing to do")
 		<-ctx.Done()

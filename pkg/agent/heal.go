@@ -6,6 +6,7 @@ import (
 	"time"
 
 	"k8s.io/klog/v2"
+	"k8s.io/utils/clock"
 
 	"github.com/antrea-proxy/antrea-proxy/pkg/config"
 	"github.com/antrea-proxy/antrea-proxy/pkg/healer"
@@ -13,7 +14,6 @@ import (
 	"github.com/antrea-proxy/antrea-proxy/pkg/ovs/openflow"
 	"github.com/antrea-proxy/antrea-proxy/pkg/ovs/openflow/native"
 	"github.com/antrea-proxy/antrea-proxy/pkg/ovs/openflow/ofctl"
-	"github.com/antrea-proxy/antrea-proxy/pkg/ovs/ovsdb"
 	"github.com/antrea-proxy/antrea-proxy/pkg/proxy"
 	"github.com/antrea-proxy/antrea-proxy/pkg/proxy/healthcheck"
 )
@@ -37,7 +37,8 @@ var (
 
 // startSelfHealing keeps an OpenFlow connection to the bridge open and runs the healer: when the
 // connection comes back after a loss (ovs-vswitchd restarted) every owner of flows replays what
-// it installed, in order (gateway, pods, Services), and then flow-restore-wait is cleared. Every
+// it installed, in order (gateway, pods, Services), and then flow-restore-wait is cleared; the
+// Services' replay holds that up for at most antreaProxy.flowRestoreTimeout (boundedReplay). Every
 // second one table statistics request is compared with what the owners installed per table
 // (OVS answers it from per-table counters, whatever the number of flows); only when the counts
 // moved, and every 10 minutes, is each owner's flow count checked against OVS, and a
@@ -65,7 +66,7 @@ func (c *Components) startSelfHealing(ctx context.Context, cfg *config.AgentConf
 		}
 	}
 	if cfg.AntreaProxy.Enabled() {
-		owners = append(owners, c.Proxier)
+		owners = append(owners, newBoundedReplay(c.Proxier, clock.RealClock{}, cfg.AntreaProxy.FlowRestoreTimeout.Duration))
 	}
 	db := c.OVSDB
 	h := healer.New(healer.Options{
@@ -85,7 +86,7 @@ func (c *Components) startSelfHealing(ctx context.Context, cfg *config.AgentConf
 
 // clearFlowRestoreWait tells ovs-vswitchd that the flows are restored (start-ovs sets
 // flow-restore-wait before it starts ovs-vswitchd, which then keeps the datapath as it was).
-func clearFlowRestoreWait(ctx context.Context, db *ovsdb.Client) error {
+func clearFlowRestoreWait(ctx context.Context, db flowRestoreDB) error {
 	on, err := db.FlowRestoreWait(ctx)
 	if err != nil || !on {
 		return err
@@ -97,31 +98,15 @@ func clearFlowRestoreWait(ctx context.Context, db *ovsdb.Client) error {
 	return nil
 }
 
-// clearFlowRestoreWaitAfterFirstSync clears flow-restore-wait once the proxier has installed
-// its first full sync (the gateway and pod flows are installed before it runs), retrying until
-// OVSDB answers.
-func (c *Components) clearFlowRestoreWaitAfterFirstSync(ctx context.Context, cfg *config.AgentConfig) {
-	tick := time.NewTicker(100 * time.Millisecond)
-	defer tick.Stop()
-	for {
-		synced := !cfg.AntreaProxy.Enabled()
-		if !synced {
-			_, _, syncs := c.Proxier.SyncState()
-			synced = syncs > 0
-		}
-		if synced {
-			if err := clearFlowRestoreWait(ctx, c.OVSDB); err == nil {
-				return
-			} else if ctx.Err() == nil {
-				klog.ErrorS(err, "Clearing flow-restore-wait failed; retrying")
-			}
-		}
-		select {
-		case <-ctx.Done():
-			return
-		case <-tick.C:
-		}
+// clearFlowRestoreWaitAtStart clears flow-restore-wait once the proxier has installed its
+// first sync, or once antreaProxy.flowRestoreTimeout has passed without one (flowRestoreGate);
+// call it after the data path started (the gateway and pod flows are in).
+func (c *Components) clearFlowRestoreWaitAtStart(ctx context.Context, cfg *config.AgentConfig) {
+	g := flowRestoreGate{clock: clock.RealClock{}, db: c.OVSDB, timeout: cfg.AntreaProxy.FlowRestoreTimeout.Duration}
+	if cfg.AntreaProxy.Enabled() {
+		g.proxier = c.Proxier
 	}
+	g.run(ctx)
 }
 
 // connectionState is an OpenFlow connection's state: ofconn.Monitor and native.Bridge.

@@ -45,6 +45,9 @@ antreaProxy:
   serviceProxyName: my-proxy
   minSyncInterval: 250ms
   fullSyncPeriod: 1m
+  maxFlowsPerService: 20000
+  maxFlows: 400000
+  flowRestoreTimeout: 45s
 ovsOpenFlowBackend: ofctl
 `
 	want := &AgentConfig{
@@ -72,6 +75,9 @@ ovsOpenFlowBackend: ofctl
 			HealthzBindAddress:   DefaultHealthzBindAddress,
 			MetricsBindAddress:   DefaultMetricsBindAddress,
 			LoadBalancerClass:    DefaultLoadBalancerClass,
+			MaxFlowsPerService:   20000,
+			MaxFlows:             400000,
+			FlowRestoreTimeout:   dur(45 * time.Second),
 		},
 		Announcer: AnnouncerConfig{EnableLease: ptr(true), LeaseNamespace: "kube-system", LeaseDuration: dur(2 * time.Second),
 			RenewInterval: dur(500 * time.Millisecond), HandoverTimeout: &Duration{Duration: 5 * time.Second}, GratuitousInterval: &Duration{Duration: 30 * time.Second}},
@@ -301,6 +307,9 @@ func TestMarshalRoundTrip(t *testing.T) {
 				HealthzBindAddress:   DefaultHealthzBindAddress,
 				MetricsBindAddress:   DefaultMetricsBindAddress,
 				LoadBalancerClass:    DefaultLoadBalancerClass,
+				MaxFlowsPerService:   7,
+				MaxFlows:             70,
+				FlowRestoreTimeout:   dur(5 * time.Second),
 			},
 			Announcer: AnnouncerConfig{EnableLease: ptr(false), LeaseNamespace: "antrea", LeaseDuration: dur(3 * time.Second),
 				RenewInterval: dur(time.Second), HandoverTimeout: &Duration{}, GratuitousInterval: &Duration{Duration: time.Minute}},
@@ -330,9 +339,12 @@ func TestMarshalOutput(t *testing.T) {
 antreaProxy:
   enable: true
   externalIPCIDRs: []
+  flowRestoreTimeout: 30s
   fullSyncPeriod: 30s
   healthzBindAddress: 0.0.0.0:10256
   loadBalancerClass: antrea-proxy.io/lb
+  maxFlows: 1000000
+  maxFlowsPerService: 100000
   metricsBindAddress: 127.0.0.1:10249
   minSyncInterval: 1s
   nodePortAddresses: []

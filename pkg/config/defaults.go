@@ -59,6 +59,7 @@ func (c *AgentConfig) DefaultsFrom(env Env) {
 	setString(&p.MetricsBindAddress, DefaultMetricsBindAddress)
 	setString(&p.LoadBalancerClass, DefaultLoadBalancerClass)
 	c.Announcer.defaults()
+	p.budgetDefaults()
 }
 
 func defaultNodeName(env Env) string {

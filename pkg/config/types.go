@@ -135,6 +135,11 @@ type AntreaProxyConfig struct {
 	// Services of this class or without a class, as the controller serves both. Default
 	// "antrea-proxy.io/lb".
 	LoadBalancerClass string `json:"loadBalancerClass"`
+	// MaxFlowsPerService, MaxFlows and FlowRestoreTimeout bound what one Service, and all
+	// Services, may cost and how long flow-restore-wait waits for Services (budget.go).
+	MaxFlowsPerService int      `json:"maxFlowsPerService"`
+	MaxFlows           int      `json:"maxFlows"`
+	FlowRestoreTimeout Duration `json:"flowRestoreTimeout"`
 }
 
 // Off disables a bind address.

@@ -122,6 +122,7 @@ func (p *AntreaProxyConfig) validate(path string) []error {
 	if err := validateLoadBalancerClass(path+".loadBalancerClass", p.LoadBalancerClass); err != nil {
 		errs = append(errs, err)
 	}
+	errs = append(errs, p.validateBudget(path)...)
 	return errs
 }
 

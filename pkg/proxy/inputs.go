@@ -25,6 +25,8 @@ type svcInputs struct {
 	// claims is the generation of the Service's claims outcome (which of its tuples it owns,
 	// which addresses are refused): it moves when another Service or the ServiceCIDRs change it.
 	claims uint64
+	// refused is set when the flow budget refuses the Service (budget.go).
+	refused bool
 }
 
 // svcNodeInputs are the node-level inputs of every Service's flows: the IP families served,
@@ -38,7 +40,8 @@ type svcNodeInputs struct {
 
 // inputsOf returns nn's inputs as of now (on the sync goroutine).
 func (p *Proxier) inputsOf(nn types.NamespacedName) svcInputs {
-	return svcInputs{svc: p.services[nn], slices: p.track.Endpoints.Generation(nn), node: p.svcNodeGen, claims: p.claimGen[nn]}
+	return svcInputs{svc: p.services[nn], slices: p.track.Endpoints.Generation(nn), node: p.svcNodeGen, claims: p.claimGen[nn],
+		refused: p.budget.isRefused(nn)}
 }
 
 // noteNodeInputs takes this sync's node-level Service inputs and reports whether they differ from

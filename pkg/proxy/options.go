@@ -64,6 +64,11 @@ type Options struct {
 	// free of entries that no longer match what the Services serve (conntrack.go); nil means
 	// no reconciliation.
 	Conntrack ConntrackTable
+	// MaxFlowsPerService and MaxFlows are antreaProxy.maxFlowsPerService and
+	// antreaProxy.maxFlows, the flow budgets (budget.go): the most OpenFlow entries (flows and
+	// group buckets, estimated before anything is built) one Service, and all the Services
+	// admitted together, may cost; 0 means the configuration's default.
+	MaxFlowsPerService, MaxFlows int
 }
 
 func (o *Options) defaults() {
@@ -79,6 +84,12 @@ func (o *Options) defaults() {
 	if o.Clock == nil {
 		o.Clock = clock.RealClock{}
 	}
+	if o.MaxFlowsPerService == 0 {
+		o.MaxFlowsPerService = config.DefaultMaxFlowsPerService
+	}
+	if o.MaxFlows == 0 {
+		o.MaxFlows = config.DefaultMaxFlows
+	}
 }
 
 func (o *Options) validate() error {
@@ -91,6 +102,9 @@ func (o *Options) validate() error {
 	}
 	if o.FullSyncPeriod < o.MinSyncInterval {
 		errs = append(errs, fmt.Errorf("proxy: FullSyncPeriod %v is shorter than MinSyncInterval %v", o.FullSyncPeriod, o.MinSyncInterval))
+	}
+	if o.MaxFlowsPerService < 0 || o.MaxFlows < 0 {
+		errs = append(errs, fmt.Errorf("proxy: MaxFlowsPerService %d and MaxFlows %d must not be negative", o.MaxFlowsPerService, o.MaxFlows))
 	}
 	return errors.Join(errs...)
 }

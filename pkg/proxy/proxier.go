@@ -73,6 +73,8 @@ type Proxier struct {
 	// claimGen is each Service's claims generation (an input of its computation, svcInputs).
 	claims   *claimIndex
 	claimGen map[types.NamespacedName]uint64
+	// budget decides, before anything is built, which Services may have flows (budget.go).
+	budget *flowBudget
 	// syncCIDRs are this sync's ServiceCIDRs (of generation syncCIDRGen); exempt the
 	// ClusterIPs of skipped Services, which pass the ServiceCIDR drop.
 	syncCIDRs   []netip.Prefix
@@ -98,6 +100,8 @@ type Proxier struct {
 	svcOwners  map[types.NamespacedName][]owner
 	status     map[types.NamespacedName]*serviceStatus
 	problems   map[types.NamespacedName]*ServiceProblem
+	// earlyBase is set once InstallBaseFlows ran: the first bundle deletes what it installed.
+	earlyBase bool
 	// applySeq is odd while a bundle is being applied and not yet committed (Verify).
 	applySeq uint64
 	// nodePortAddrs are the NodePort addresses of the committed base flows (NodePortAddresses).
@@ -137,6 +141,7 @@ func New(opts Options, bridge of.Bridge) (*Proxier, error) {
 		problems:        map[types.NamespacedName]*ServiceProblem{},
 		claims:          newClaimIndex(),
 		claimGen:        map[types.NamespacedName]uint64{},
+		budget:          newFlowBudget(opts.MaxFlowsPerService, opts.MaxFlows),
 		exempt:          map[types.NamespacedName][]netip.Addr{},
 		addrIssues:      map[types.NamespacedName][]addrIssue{},
 	}

@@ -129,11 +129,17 @@ func (p *Proxier) updateProblems(now time.Time) []serviceEvent {
 		}
 		next[nn] = &ServiceProblem{Reason: reason, Message: msg, Since: now}
 	}
+	// A Service the flow budget refuses has no flow at all: nothing else applies to it.
+	for nn, r := range p.budget.refused {
+		next[nn] = &ServiceProblem{Reason: ProblemTooManyFlows, Message: r.msg, Since: now}
+	}
 	var events []serviceEvent
 	for nn, pr := range next {
-		// A quarantined Service failing its retry again raises no new event.
+		// A quarantined Service failing its retry again, or a refused Service whose estimate
+		// moved, raises no new event.
 		old := p.problems[nn]
-		if old != nil && old.Reason == pr.Reason && (old.Message == pr.Message || pr.Reason == ProblemOVSRejected) {
+		sticky := pr.Reason == ProblemOVSRejected || pr.Reason == ProblemTooManyFlows
+		if old != nil && old.Reason == pr.Reason && (old.Message == pr.Message || sticky) {
 			if pr.Reason != ProblemOVSRejected {
 				pr.Since = old.Since
 			}

@@ -131,7 +131,9 @@ func (p *Proxier) replay(ctx context.Context) error {
 	synced := p.syncs > 0
 	p.mu.Unlock()
 	if !synced {
-		return nil
+		// Nothing of the Services is installed yet, but every packet needs the node-level
+		// flows, which a restarted ovs-vswitchd lost.
+		return p.InstallBaseFlows(ctx)
 	}
 	ops := p.state.replayOps(p.round)
 	start := p.opts.Clock.Now()

@@ -7,6 +7,7 @@ import (
 	v1 "k8s.io/api/core/v1"
 
 	of "github.com/antrea-proxy/antrea-proxy/pkg/ovs/openflow"
+	"github.com/antrea-proxy/antrea-proxy/pkg/pipeline"
 )
 
 // replayServices are Services of several shapes (cluster and local groups, UDP, NodePort, LB).
@@ -107,13 +108,22 @@ func TestServiceChangedAfterWipe(t *testing.T) {
 	}
 }
 
-func TestReplayBeforeFirstSyncIsANoOp(t *testing.T) {
+// TestReplayBeforeFirstSyncInstallsBaseFlowsOnly: before the first sync a replay (ovs-vswitchd
+// restarted) sends one bundle that only adds the node-level flows every packet needs
+// (InstallBaseFlows).
+func TestReplayBeforeFirstSyncInstallsBaseFlowsOnly(t *testing.T) {
 	h := newHarness(t, testOptions())
 	if err := h.p.Replay(context.Background()); err != nil {
 		t.Fatal(err)
 	}
-	if h.bridge.ApplyCount() != 0 {
-		t.Fatalf("Replay before the first sync sent %d bundles", h.bridge.ApplyCount())
+	calls := h.bridge.ApplyCalls()
+	if len(calls) != 1 {
+		t.Fatalf("Replay before the first sync sent %d bundles, want 1", len(calls))
+	}
+	for _, op := range calls[0] {
+		if op.Kind != of.AddFlow || pipeline.CookieCategory(op.Flow.Cookie) != pipeline.CategoryBase {
+			t.Fatalf("Replay before the first sync sent %s of cookie %#x, want only node-level flow adds", op.Kind, op.Flow.Cookie)
+		}
 	}
 	mustVerify(t, h, true, "before the first sync")
 }

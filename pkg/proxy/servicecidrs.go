@@ -103,7 +103,7 @@ func (p *Proxier) noteAddrInputs(drained tracker.Drained, cidrs []netip.Prefix, 
 func (p *Proxier) reclaim(nn types.NamespacedName) {
 	var claims []claim
 	svc := p.services[nn]
-	if svc != nil {
+	if svc != nil && !p.budget.isRefused(nn) {
 		if skip, _ := model.ShouldSkipService(svc, p.opts.ServiceProxyName, p.opts.Skip); !skip {
 			claims = claimsOf(model.ServicePortsFromService(svc, model.ConvertOptions{
 				ProxyLoadBalancerIPs: p.opts.ProxyLoadBalancerIPs, Served: model.DualStack}), p.addrPolicy())

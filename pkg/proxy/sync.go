@@ -221,14 +221,22 @@ func (p *Proxier) gather(start time.Time, full bool) *syncInput {
 			p.services[nn] = ch.Current
 		}
 	}
+	nodeChanged := p.noteNodeInputs()
+	// The flow budget is decided from counts before any claim or flow is built; a Service it
+	// refuses claims nothing and is computed as having no port.
+	flipped := p.noteBudget(in.drained.Services(), nodeChanged)
 	if p.noteAddrInputs(in.drained, cidrs, cidrGen) {
 		in.setBase = true
+	}
+	for _, nn := range flipped {
+		p.reclaim(nn)
+		p.dirty.Insert(nn)
 	}
 	p.dirtyAll(in.drained.Services())
 	// A full resync recomputes only the Services whose inputs changed since their last
 	// committed computation; a change of the node-level inputs (the served families, the zone)
 	// changes every Service.
-	if all := p.noteNodeInputs() || (full && p.recomputeAll); all || full {
+	if all := nodeChanged || (full && p.recomputeAll); all || full {
 		p.markChanged(all)
 	}
 	n := p.nodeConfig()
@@ -240,7 +248,7 @@ func (p *Proxier) gather(start time.Time, full bool) *syncInput {
 	in.issues = map[types.NamespacedName][]addrIssue{}
 	c := p.newComputation(n, len(p.dirty))
 	for _, nn := range sortedNames(p.dirty) {
-		if q := p.quarantine[nn]; q != nil && p.services[nn] != nil && start.Before(q.next) {
+		if q := p.quarantine[nn]; q != nil && p.services[nn] != nil && !p.budget.isRefused(nn) && start.Before(q.next) {
 			continue
 		}
 		in.inputs[nn] = p.inputsOf(nn)
@@ -256,6 +264,11 @@ func (p *Proxier) gather(start time.Time, full bool) *syncInput {
 	}
 	if in.first {
 		in.stale, in.staleCurrent, in.staleGroups = p.stale, p.staleCurrent, p.staleGroups
+		p.mu.Lock()
+		if p.earlyBase {
+			in.staleCurrent = p.earlyBaseDelete(in.staleCurrent)
+		}
+		p.mu.Unlock()
 	}
 	return in
 }

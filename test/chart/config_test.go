@@ -47,6 +47,9 @@ func defaultAgentConfig() *config.AgentConfig {
 			HealthzBindAddress:   config.DefaultHealthzBindAddress,
 			MetricsBindAddress:   config.DefaultMetricsBindAddress,
 			LoadBalancerClass:    config.DefaultLoadBalancerClass,
+			MaxFlowsPerService:   config.DefaultMaxFlowsPerService,
+			MaxFlows:             config.DefaultMaxFlows,
+			FlowRestoreTimeout:   config.Duration{Duration: config.DefaultFlowRestoreTimeout},
 		},
 		Announcer: config.AnnouncerConfig{EnableLease: ptr(true), LeaseNamespace: Namespace,
 			LeaseDuration: config.Duration{Duration: 2 * time.Second}, RenewInterval: config.Duration{Duration: 500 * time.Millisecond},
@@ -67,6 +70,9 @@ antreaProxy:
   serviceProxyName: antrea-proxy
   minSyncInterval: 500ms
   fullSyncPeriod: 1m
+  maxFlowsPerService: 20000
+  maxFlows: 300000
+  flowRestoreTimeout: 45s
   healthzBindAddress: "0.0.0.0:10266"
   metricsBindAddress: "off"
 ovs:
@@ -113,6 +119,9 @@ func TestAgentConfParsesStrictly(t *testing.T) {
 			HealthzBindAddress:   "0.0.0.0:10266",
 			MetricsBindAddress:   "off",
 			LoadBalancerClass:    "example.com/lb",
+			MaxFlowsPerService:   20000,
+			MaxFlows:             300000,
+			FlowRestoreTimeout:   config.Duration{Duration: 45 * time.Second},
 		},
 		Announcer: config.AnnouncerConfig{EnableLease: ptr(false), LeaseNamespace: Namespace,
 			LeaseDuration: config.Duration{Duration: 3 * time.Second}, RenewInterval: config.Duration{Duration: time.Second},

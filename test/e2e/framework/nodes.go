@@ -230,21 +230,10 @@ func (n *Node) startAgent(opts AgentOptions) error {
 // startAgentGuarded is startAgent waiting at most timeout; guard, when set, is checked on every
 // poll and fails the wait at once with its error (e.g. ovs-vswitchd died).
 func (n *Node) startAgentGuarded(opts AgentOptions, timeout time.Duration, guard func() error) error {
-	cfg := n.agentConfig(opts)
-	b, err := cfg.Marshal()
+	p, err := n.launchAgent(opts)
 	if err != nil {
 		return err
 	}
-	if err := os.WriteFile(n.ConfPath, b, 0o644); err != nil {
-		return fmt.Errorf("node %s: writing %s: %w", n.Name, n.ConfPath, err)
-	}
-	p, err := n.s.startInNS("antrea-agent-"+n.Name, n.NS, filepath.Join(n.s.Bins.Dir, "antrea-agent"),
-		"--config", n.ConfPath, "--v=2")
-	if err != nil {
-		return err
-	}
-	n.agent = p
-	n.agentConf = cfg
 	what := fmt.Sprintf("antrea-agent on %s to sync with proxyLoadBalancerIPs=%v (log %s)", n.Name, opts.ProxyLoadBalancerIPs, p.LogPath)
 	return waitReadyOrFail(p, timeout, what, func(ctx context.Context) (bool, string, error) {
 		if guard != nil {

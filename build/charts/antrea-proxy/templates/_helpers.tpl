@@ -53,6 +53,9 @@ antreaProxy:
   serviceProxyName: {{ $p.serviceProxyName | quote }}
   minSyncInterval: {{ $p.minSyncInterval | quote }}
   fullSyncPeriod: {{ $p.fullSyncPeriod | quote }}
+  maxFlowsPerService: {{ int64 $p.maxFlowsPerService }}
+  maxFlows: {{ int64 $p.maxFlows }}
+  flowRestoreTimeout: {{ $p.flowRestoreTimeout | quote }}
   healthzBindAddress: {{ $p.healthzBindAddress | quote }}
   metricsBindAddress: {{ $p.metricsBindAddress | quote }}
   # The class antrea-controller serves: the agent announces only its Services' addresses.

@@ -220,6 +220,7 @@ func Run(ctx context.Context, cfg *config.AgentConfig, client kubernetes.Interfa
 	// with the error unreported and the process alive.
 	ctx, cancel := context.WithCancel(ctx)
 	defer cancel()
+	c.wireCNIReporting(ctx, cfg, client)
 	if err := startDataPath(ctx, c, factory); err != nil {
 		return fmt.Errorf("starting the node data path: %w", err)
 	}

@@ -112,8 +112,13 @@ func TestStartSurvivesUnreadableFiles(t *testing.T) {
 	bindUnreadable(t, filepath.Join(e.opts.SpoolDir, protocol.SpoolName("c9", "eth0")))
 	bindUnreadable(t, filepath.Join(e.opts.StateDir, "ipam", "10.10.0.9"))
 
+	rep := &fakeReporter{}
+	e.opts.Reporter = rep
 	e.restart(2)
+	require.Equal(t, []string{KindIPAM, KindPodRecord, KindSpooledDel}, rep.kinds(), "each reported once")
+	require.Contains(t, rep.quarantined[0].Reason, "can be neither moved nor removed")
 	e.mustOK(req("CHECK", "c1", "/var/run/netns/pod1"))
 	require.Contains(t, string(e.mustOK(req("ADD", "c3", "/var/run/netns/pod2")).Result), `"10.10.0.4/24"`)
 	require.NoError(t, e.srv.Reconcile(context.Background()))
+	require.Len(t, rep.kinds(), 3, "not reported again")
 }

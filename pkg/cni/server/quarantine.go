@@ -120,17 +120,24 @@ func readLimited(path string, limit int64) ([]byte, error) {
 }
 
 // quarantineFile moves path aside, logs it, counts it and reports it. A file that can be
-// neither moved nor removed stays where it is and is met again at the next listing. It is
-// called with s.mu held (or before the server is shared).
+// neither moved nor removed stays where it is, is ignored, and is met again at the next
+// listing: it is counted and reported once. It is called with s.mu held (or before the server
+// is shared).
 func (s *Server) quarantineFile(kind, path string, reason error) {
 	dest, err := s.quarantine.move(kind, path, time.Now())
+	q := Quarantined{Kind: kind, File: path, MovedTo: dest, Reason: reason.Error()}
 	if err != nil {
-		klog.ErrorS(err, "Cannot move an unusable CNI state file aside; ignoring it", "kind", kind, "file", path, "reason", reason.Error())
-		return
+		if s.stuck[path] {
+			return
+		}
+		s.stuck[path] = true
+		q.Reason += "; it can be neither moved nor removed (" + err.Error() + ") and is ignored"
+		klog.ErrorS(reason, "Cannot move an unusable CNI state file aside; ignoring it", "kind", kind, "file", path, "moveError", err.Error())
+	} else {
+		klog.ErrorS(reason, "Quarantined an unusable CNI state file", "kind", kind, "file", path, "movedTo", dest)
 	}
-	klog.ErrorS(reason, "Quarantined an unusable CNI state file", "kind", kind, "file", path, "movedTo", dest)
 	s.stats.quarantined(kind)
 	if s.opts.Reporter != nil {
-		s.opts.Reporter.Quarantined(Quarantined{Kind: kind, File: path, MovedTo: dest, Reason: reason.Error()})
+		s.opts.Reporter.Quarantined(q)
 	}
 }

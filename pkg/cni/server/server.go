@@ -92,6 +92,9 @@ type Server struct {
 
 	quarantine *quarantine
 	stats      *stats
+	// stuck are unusable files that could be neither moved nor removed, already reported
+	// (guarded by mu).
+	stuck map[string]bool
 
 	// mu serializes every change to pods, and every Apply of pod flows.
 	mu sync.Mutex
@@ -125,7 +128,7 @@ func New(opts Options, ports OVSPorts, bridge openflow.Bridge, nl Netlink) (*Ser
 	}
 	s := &Server{opts: opts, ports: ports, bridge: bridge, net: nl, ipam: alloc, stats: newStats(),
 		quarantine: &quarantine{dir: filepath.Join(opts.StateDir, "quarantine"), keep: opts.QuarantineKeep},
-		unrestored: map[ipam.Owner]bool{}}
+		unrestored: map[ipam.Owner]bool{}, stuck: map[string]bool{}}
 	st, err := newStore(filepath.Join(opts.StateDir, "pods"), s.stats, func(path string, reason error) {
 		s.quarantineFile(KindPodRecord, path, reason)
 	})

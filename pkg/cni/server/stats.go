@@ -43,7 +43,8 @@ func (s *stats) restoreFailed() {
 
 // Stats is a snapshot of the server's state problems.
 type Stats struct {
-	// Quarantined counts the files moved aside, by kind (KindPodRecord, ...).
+	// Quarantined counts the files moved aside (or found unusable and impossible to move or
+	// remove), by kind (KindPodRecord, ...).
 	Quarantined map[string]uint64
 	// WriteFailures counts writes of pod records that failed for lack of space.
 	WriteFailures uint64

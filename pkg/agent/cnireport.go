@@ -8,8 +8,6 @@ import (
 	v1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/kubernetes"
-	"k8s.io/client-go/kubernetes/scheme"
-	typedcorev1 "k8s.io/client-go/kubernetes/typed/core/v1"
 	"k8s.io/client-go/tools/record"
 
 	"github.com/antrea-proxy/antrea-proxy/pkg/cni/server"
@@ -51,15 +49,8 @@ type nodeEvents struct {
 }
 
 func newNodeEvents(ctx context.Context, client kubernetes.Interface, node string) *nodeEvents {
-	b := record.NewBroadcaster(record.WithContext(ctx))
-	b.StartStructuredLogging(0)
-	b.StartRecordingToSink(&typedcorev1.EventSinkImpl{Interface: client.CoreV1().Events("")})
-	go func() {
-		<-ctx.Done()
-		b.Shutdown()
-	}()
 	return &nodeEvents{
-		recorder: b.NewRecorder(scheme.Scheme, v1.EventSource{Component: "antrea-agent", Host: node}),
+		recorder: newEventRecorder(ctx, client, node),
 		// As the kubelet's Node events: the UID is the Node's name.
 		node: &v1.ObjectReference{Kind: "Node", APIVersion: "v1", Name: node, UID: types.UID(node)},
 	}

@@ -59,8 +59,11 @@ func newNodeEvents(ctx context.Context, client kubernetes.Interface, node string
 // Quarantined implements server.Reporter.
 func (e *nodeEvents) Quarantined(q server.Quarantined) {
 	where := "removed it (it could not be kept)"
-	if q.MovedTo != "" {
+	switch {
+	case q.MovedTo != "":
 		where = "moved it to " + q.MovedTo
+	case q.LeftInPlace != "":
+		where = "ignoring it, as it can be neither moved nor removed (" + q.LeftInPlace + ")"
 	}
 	e.recorder.Event(e.node, v1.EventTypeWarning, EventCNIStateQuarantined,
 		fmt.Sprintf("unusable CNI %s %s (%s): %s; the other pods are served", q.Kind, q.File, q.Reason, where))

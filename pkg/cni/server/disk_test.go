@@ -116,7 +116,7 @@ func TestStartSurvivesUnreadableFiles(t *testing.T) {
 	e.opts.Reporter = rep
 	e.restart(2)
 	require.Equal(t, []string{KindIPAM, KindPodRecord, KindSpooledDel}, rep.kinds(), "each reported once")
-	require.Contains(t, rep.quarantined[0].Reason, "can be neither moved nor removed")
+	require.Contains(t, rep.quarantined[0].LeftInPlace, "device or resource busy")
 	e.mustOK(req("CHECK", "c1", "/var/run/netns/pod1"))
 	require.Contains(t, string(e.mustOK(req("ADD", "c3", "/var/run/netns/pod2")).Result), `"10.10.0.4/24"`)
 	require.NoError(t, e.srv.Reconcile(context.Background()))

@@ -34,10 +34,13 @@ type Quarantined struct {
 	Kind string
 	// File is where the file was.
 	File string
-	// MovedTo is where it is now; empty when it could only be removed.
+	// MovedTo is where it is now; empty when it could only be removed, or not even that.
 	MovedTo string
 	// Reason says what is wrong with it.
 	Reason string
+	// LeftInPlace, when set, says why the file could be neither moved nor removed: it stays
+	// where it is and is ignored.
+	LeftInPlace string
 }
 
 // Reporter tells operators about state the server could not use or save; the agent records
@@ -131,7 +134,7 @@ func (s *Server) quarantineFile(kind, path string, reason error) {
 			return
 		}
 		s.stuck[path] = true
-		q.Reason += "; it can be neither moved nor removed (" + err.Error() + ") and is ignored"
+		q.LeftInPlace = err.Error()
 		klog.ErrorS(reason, "Cannot move an unusable CNI state file aside; ignoring it", "kind", kind, "file", path, "moveError", err.Error())
 	} else {
 		klog.ErrorS(reason, "Quarantined an unusable CNI state file", "kind", kind, "file", path, "movedTo", dest)

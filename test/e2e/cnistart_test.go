@@ -8,6 +8,7 @@ import (
 	"errors"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"syscall"
 	"testing"
@@ -77,6 +78,22 @@ func TestAgentRestartWithCorruptCNIState(t *testing.T) {
 		}
 		// victim-1's record, the spooled DEL, and the unreadable record left in place.
 		return len(evs.Items) >= 3, "events: " + eventMessages(evs.Items), nil
+	})
+
+	framework.WaitFor(t, time.Minute, "the CNI metrics of "+n1.Name, func(ctx context.Context) (bool, string, error) {
+		body, err := n1.NS.HTTPGet(ctx, "http://127.0.0.1:10249/metrics")
+		if err != nil {
+			return false, err.Error(), nil
+		}
+		lines := strings.Split(string(body), "\n")
+		for _, want := range []string{`antrea_proxy_cni_quarantined_files_total{kind="pod-record"} 2`,
+			`antrea_proxy_cni_quarantined_files_total{kind="spooled-del"} 1`,
+			`antrea_proxy_http_connections_rejected_total{server="service-healthcheck"} 0`} {
+			if !slices.Contains(lines, want) {
+				return false, "no line " + want, nil
+			}
+		}
+		return true, "", nil
 	})
 
 	// New pods on the node get their network, and reach the old ones.

@@ -159,12 +159,16 @@ func serve(ctx context.Context, o *options, cfg *config.ControllerConfig, client
 	if err := metrics.RegisterLeader(func() bool { return !elect || status.Leading() }); err != nil {
 		return err
 	}
+	httpLimiter := httpserver.DefaultLimiter("controller")
+	if err := metrics.Registry().Register(httpserver.Collector(loadbalancer.MetricsNamespace, httpLimiter)); err != nil {
+		return err
+	}
 	ln, err := net.Listen("tcp", cfg.BindAddress)
 	if err != nil {
 		return fmt.Errorf("listening for /healthz, /readyz and /metrics: %w", err)
 	}
 	serveDone := make(chan error, 1)
-	go func() { serveDone <- httpserver.Serve(ctx, ln, loadbalancer.NewHTTPHandler(httpOpts)) }()
+	go func() { serveDone <- httpserver.Serve(ctx, ln, loadbalancer.NewHTTPHandler(httpOpts), httpLimiter) }()
 	defer func() { <-serveDone }()
 	defer stop() // runs first: stops the HTTP server also when the controller ended on its own
 

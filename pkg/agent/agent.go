@@ -225,6 +225,7 @@ func Run(ctx context.Context, cfg *config.AgentConfig, client kubernetes.Interfa
 	ctx, cancel := context.WithCancel(ctx)
 	defer cancel()
 	c.setUpAnnouncerLease(cfg, client)
+	c.wireCNIReporting(ctx, cfg, client)
 	if err := startDataPath(ctx, c, factory); err != nil {
 		return fmt.Errorf("starting the node data path: %w", err)
 	}

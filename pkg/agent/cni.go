@@ -11,6 +11,7 @@ import (
 	"github.com/antrea-proxy/antrea-proxy/pkg/cni/protocol"
 	"github.com/antrea-proxy/antrea-proxy/pkg/cni/server"
 	"github.com/antrea-proxy/antrea-proxy/pkg/config"
+	"github.com/antrea-proxy/antrea-proxy/pkg/proxy/metrics"
 )
 
 // startCNI starts the CNI server with the Node's podCIDRs, the gateway MAC and this round:
@@ -26,9 +27,15 @@ func (d *DataPath) startCNI(ctx context.Context) error {
 		SpoolDir:                 nn.CNIDelSpoolPath(),
 		Round:                    d.round,
 		DisableTXChecksumOffload: d.cfg.OVSDatapathType == config.DatapathNetdev,
+		Reporter:                 d.opts.CNI.Reporter,
 	}, d.opts.OVSDB, d.opts.Bridge, &podnet.Netlink{HostNetNS: d.opts.HostNetNS})
 	if err != nil {
 		return err
+	}
+	if r := d.opts.CNI.Metrics; r != nil {
+		if err := r.Register(srv.Collector(metrics.Namespace)); err != nil {
+			return fmt.Errorf("registering the CNI server's metrics: %w", err)
+		}
 	}
 	if err := srv.Start(ctx); err != nil {
 		return err

@@ -22,6 +22,12 @@ type serviceEvents struct {
 // NewServiceEvents returns the proxier's event sink: a broadcaster writing to the API server
 // until ctx is done.
 func NewServiceEvents(ctx context.Context, client kubernetes.Interface, node string) proxy.EventSink {
+	return &serviceEvents{recorder: newEventRecorder(ctx, client, node)}
+}
+
+// newEventRecorder returns a recorder of events from "antrea-agent" on node, written to the API
+// server until ctx is done.
+func newEventRecorder(ctx context.Context, client kubernetes.Interface, node string) record.EventRecorder {
 	b := record.NewBroadcaster(record.WithContext(ctx))
 	b.StartStructuredLogging(0)
 	b.StartRecordingToSink(&typedcorev1.EventSinkImpl{Interface: client.CoreV1().Events("")})
@@ -29,7 +35,7 @@ func NewServiceEvents(ctx context.Context, client kubernetes.Interface, node str
 		<-ctx.Done()
 		b.Shutdown()
 	}()
-	return &serviceEvents{recorder: b.NewRecorder(scheme.Scheme, v1.EventSource{Component: "antrea-agent", Host: node})}
+	return b.NewRecorder(scheme.Scheme, v1.EventSource{Component: "antrea-agent", Host: node})
 }
 
 // Warning records a Warning Event on the Service svc.

@@ -56,6 +56,8 @@ type DataPathOptions struct {
 	// Round is this run's flow round (saved by Setup before anything is installed); the
 	// proxier installs the same round.
 	Round uint16
+	// CNI reports the CNI server's state problems and registers its metrics (cnireport.go).
+	CNI CNIReporting
 }
 
 // DataPath is the agent's node data path: the host gateway and its flows, the host routes and

@@ -7,6 +7,7 @@ import (
 	"k8s.io/klog/v2"
 
 	"github.com/antrea-proxy/antrea-proxy/pkg/config"
+	"github.com/antrea-proxy/antrea-proxy/pkg/httpserver"
 	"github.com/antrea-proxy/antrea-proxy/pkg/ovs/ofconn"
 	"github.com/antrea-proxy/antrea-proxy/pkg/pipeline"
 	"github.com/antrea-proxy/antrea-proxy/pkg/proxy"
@@ -22,6 +23,8 @@ type observers struct {
 	metrics  *metrics.Recorder
 	health   *healthcheck.ProxyHealth
 	services *healthcheck.ServiceHealthServer
+	// limits are the HTTP servers' timeouts and connection caps (httplimits.go).
+	limits httpLimiters
 }
 
 // newObservers builds the observers and registers them in opts.
@@ -29,9 +32,12 @@ func newObservers(cfg *config.AgentConfig, opts *proxy.Options) *observers {
 	o := &observers{
 		metrics: metrics.NewRecorder(nil),
 		health:  healthcheck.NewProxyHealth(opts.FullSyncPeriod, nil),
+		limits:  newHTTPLimiters(),
 	}
+	o.metrics.Registry().MustRegister(o.limits.collector())
 	o.services = healthcheck.NewServiceHealthServer(healthcheck.ServiceOptions{
 		NodeName:     cfg.NodeName,
+		Limiter:      o.limits.services,
 		ProxyHealthy: o.health.IsHealthy,
 		OnListenError: func(e *healthcheck.ListenError) {
 			klog.ErrorS(e, "Cannot serve a Service's healthCheckNodePort; retrying at the next sync", "reason", healthcheck.EventReason)
@@ -43,19 +49,19 @@ func newObservers(cfg *config.AgentConfig, opts *proxy.Options) *observers {
 
 // start serves metrics and health as configured and runs the reject responder until ctx is done.
 func (o *observers) start(ctx context.Context, cfg *config.AgentConfig) {
-	serve := func(name, addr string, fn func(context.Context, string) error) {
+	serve := func(name, addr string, fn func(context.Context, string, *httpserver.Limiter) error, lim *httpserver.Limiter) {
 		if addr == config.Off {
 			return
 		}
 		go func() {
-			if err := fn(ctx, addr); err != nil && ctx.Err() == nil {
+			if err := fn(ctx, addr, lim); err != nil && ctx.Err() == nil {
 				klog.ErrorS(err, "Serving failed", "what", name, "address", addr)
 			}
 		}()
 		klog.InfoS("Serving", "what", name, "address", addr)
 	}
-	serve("metrics", cfg.AntreaProxy.MetricsBindAddress, o.metrics.Serve)
-	serve("healthz", cfg.AntreaProxy.HealthzBindAddress, o.health.Serve)
+	serve("metrics", cfg.AntreaProxy.MetricsBindAddress, o.metrics.Serve, o.limits.metrics)
+	serve("healthz", cfg.AntreaProxy.HealthzBindAddress, o.health.Serve, o.limits.health)
 
 	// New connections to a Service port without endpoints reach the reject responder through the
 	// bridge's management socket; it answers with a TCP reset or an ICMP unreachable.

@@ -1,5 +1,6 @@
-// Package httpserver runs the agent's small HTTP servers (metrics, health) on a listener
-// until their context is done.
+// Package httpserver runs the agent's and the controller's small HTTP servers (metrics, health,
+// healthCheckNodePorts) with bounded timeouts and a cap on open connections (Limits, Limiter),
+// on a listener until their context is done.
 package httpserver
 
 import (
@@ -13,13 +14,16 @@ import (
 	"k8s.io/klog/v2"
 )
 
-// Serve serves h on ln until ctx is done, then shuts the server down (waiting at most
-// 5 s for requests in flight).
-func Serve(ctx context.Context, ln net.Listener, h http.Handler) error {
-	srv := &http.Server{Handler: h, ReadHeaderTimeout: 10 * time.Second}
+// Serve serves h on ln with lim's timeouts and connection cap (nil: the defaults) until ctx is
+// done, then shuts the server down (waiting at most 5 s for requests in flight).
+func Serve(ctx context.Context, ln net.Listener, h http.Handler, lim *Limiter) error {
+	if lim == nil {
+		lim = DefaultLimiter(ln.Addr().String())
+	}
+	srv := lim.Server(h)
 	done := make(chan error, 1)
-	go func() { done <- srv.Serve(ln) }()
-	klog.InfoS("Serving HTTP", "address", ln.Addr().String())
+	go func() { done <- srv.Serve(lim.Listener(ln)) }()
+	klog.InfoS("Serving HTTP", "address", ln.Addr().String(), "server", lim.Name(), "maxConnections", lim.Limits().MaxConnections)
 	select {
 	case err := <-done:
 		return fmt.Errorf("serving on %s: %w", ln.Addr(), err)

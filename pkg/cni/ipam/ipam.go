@@ -44,6 +44,9 @@ type Allocator struct {
 	dir     string
 	subnets []netip.Prefix
 	mu      sync.Mutex
+	// unsaved are reservations made while the disk was full, kept in memory until Flush
+	// writes them (guarded by mu).
+	unsaved map[netip.Addr]Owner
 }
 
 // Gateway returns the gateway address of subnet: its first address after the network address.
@@ -73,7 +76,7 @@ func New(dir string, subnets []netip.Prefix) (*Allocator, error) {
 	if err := os.MkdirAll(dir, 0o700); err != nil {
 		return nil, fmt.Errorf("creating IPAM directory %s: %w", dir, err)
 	}
-	return &Allocator{dir: dir, subnets: norm}, nil
+	return &Allocator{dir: dir, subnets: norm, unsaved: map[netip.Addr]Owner{}}, nil
 }
 
 func hostBits(s netip.Prefix) int { return s.Addr().BitLen() - s.Bits() }
@@ -187,14 +190,17 @@ func (a *Allocator) scan() (map[netip.Addr]Owner, error) {
 			continue // last-reserved markers, temporary files
 		}
 		data, err := os.ReadFile(filepath.Join(a.dir, e.Name()))
-		if err != nil {
-			return nil, fmt.Errorf("reading reservation of %s: %w", ip, err)
+		if errors.Is(err, os.ErrNotExist) {
+			continue // released meanwhile
 		}
 		o, ok := decodeOwner(data)
-		if !ok {
-			// A reservation with unreadable content still keeps its address out of use.
-			o = Owner{ContainerID: "<corrupt>", IfName: e.Name()}
+		if err != nil || !ok {
+			// A reservation that cannot be read or decoded still keeps its address out of use.
+			o = corruptOwner(ip)
 		}
+		held[ip] = o
+	}
+	for ip, o := range a.unsaved {
 		held[ip] = o
 	}
 	return held, nil
@@ -218,6 +224,11 @@ func (a *Allocator) reserve(held map[netip.Addr]Owner, owner Owner, s netip.Pref
 			budget--
 		} else {
 			err := a.create(ip, owner)
+			if atomicfile.IsNoSpace(err) {
+				// The disk is full: the reservation lives in memory until Flush saves it.
+				a.unsaved[ip] = owner
+				return ip, nil
+			}
 			if err == nil {
 				// Only a hint for the next allocation: failing to write it changes nothing.
 				_ = atomicfile.Write(a.lastReservedPath(s), []byte(ip.String()))
@@ -288,6 +299,7 @@ func (a *Allocator) create(ip netip.Addr, owner Owner) error {
 }
 
 func (a *Allocator) remove(ip netip.Addr) error {
+	delete(a.unsaved, ip)
 	if err := os.Remove(filepath.Join(a.dir, ip.String())); err != nil && !errors.Is(err, os.ErrNotExist) {
 		return fmt.Errorf("releasing %s: %w", ip, err)
 	}

@@ -44,7 +44,7 @@ type SpooledRequest struct {
 }
 
 // ReadSpool returns the requests in dir, oldest name first. A missing dir is empty. Files that
-// cannot be decoded are returned in bad so the caller can log and remove them.
+// cannot be read or decoded are returned in bad so the caller can log and move them aside.
 func ReadSpool(dir string) (reqs []SpooledRequest, bad []string, err error) {
 	entries, err := os.ReadDir(dir)
 	if errors.Is(err, os.ErrNotExist) {
@@ -63,11 +63,11 @@ func ReadSpool(dir string) (reqs []SpooledRequest, bad []string, err error) {
 	for _, n := range names {
 		path := filepath.Join(dir, n)
 		data, err := os.ReadFile(path)
-		if err != nil {
-			return nil, nil, fmt.Errorf("reading spooled DEL %s: %w", path, err)
+		if errors.Is(err, os.ErrNotExist) {
+			continue // carried out meanwhile
 		}
 		var r Request
-		if err := json.Unmarshal(data, &r); err != nil || r.Command != CmdDel || r.ContainerID == "" {
+		if err != nil || json.Unmarshal(data, &r) != nil || r.Command != CmdDel || r.ContainerID == "" {
 			bad = append(bad, path)
 			continue
 		}

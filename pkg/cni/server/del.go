@@ -65,7 +65,7 @@ func (s *Server) gc(ctx context.Context, conf *protocol.NetConf) protocol.Respon
 	for _, a := range conf.ValidAttachments {
 		valid[ipam.Owner{ContainerID: a.ContainerID, IfName: a.IfName}] = true
 	}
-	recs, _, err := s.store.list()
+	recs, err := s.store.list()
 	if err != nil {
 		return internal("listing pods", err)
 	}

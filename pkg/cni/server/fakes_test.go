@@ -77,6 +77,8 @@ type fakeNetlink struct {
 	ifaces   map[string]podnet.Config
 	setups   int
 	failNext error
+	// failTeardown, when set, fails every Teardown of a host interface in it.
+	failTeardown map[string]error
 }
 
 func newFakeNetlink(namespaces ...string) *fakeNetlink {
@@ -126,6 +128,9 @@ func (f *fakeNetlink) Check(cfg podnet.Config) error {
 func (f *fakeNetlink) Teardown(cfg podnet.Config) error {
 	f.mu.Lock()
 	defer f.mu.Unlock()
+	if err := f.failTeardown[cfg.HostIfName]; err != nil {
+		return err
+	}
 	delete(f.ifaces, cfg.HostIfName)
 	return nil
 }

@@ -7,25 +7,26 @@ import (
 	"testing"
 )
 
-// FuzzStoreList checks the pod state store's decoding of a state file of arbitrary content:
-// list never fails or panics, returns the file either as a record with a container ID and an
-// interface or as bad, and a returned record is stored and read back unchanged.
+// FuzzStoreList checks the pod state store's decoding of a state file of arbitrary content,
+// stored under the name of container c1's eth0: list never fails or panics, returns the file
+// either as a valid record or as bad, and a returned record is stored and read back unchanged.
 func FuzzStoreList(f *testing.F) {
 	f.Add([]byte(`{"containerID":"c1","ifName":"eth0","netns":"/var/run/netns/p1","podNamespace":"default","podName":"web-0",` +
-		`"hostIfName":"apx0123456789ab","ofport":7,"podMAC":"0a:58:0a:0a:00:02","hostMAC":"0a:58:0a:0a:00:01","ips":["10.10.0.2/24","fd00:10::2/64"]}`))
+		`"hostIfName":"` + hostIfName("c1", "eth0") + `","ofport":7,"podMAC":"0a:58:0a:0a:00:02","hostMAC":"0a:58:0a:0a:00:01","ips":["10.10.0.2/24","fd00:10::2/64"]}`))
 	f.Add([]byte(`{"containerID":"c1","ifName":""}`))
 	f.Add([]byte(`{"containerID":"c1","ifName":"eth0","ips":["10.10.0.2"]}`))
 	f.Add([]byte(`{"containerID":"c1","ifName":"eth0","ofport":-1}`))
 	f.Add([]byte(`[]`))
 	f.Fuzz(func(t *testing.T, data []byte) {
-		s, err := newStore(t.TempDir())
+		var bad []string
+		s, err := newStore(t.TempDir(), newStats(), func(p string, _ error) { bad = append(bad, p) })
 		if err != nil {
 			t.Fatal(err)
 		}
-		if err := os.WriteFile(filepath.Join(s.dir, "fuzz.json"), data, 0o600); err != nil {
+		if err := os.WriteFile(filepath.Join(s.dir, recordName(ownerOf("c1"))), data, 0o600); err != nil {
 			t.Fatal(err)
 		}
-		recs, bad, err := s.list()
+		recs, err := s.list()
 		if err != nil || len(recs)+len(bad) != 1 {
 			t.Fatalf("list of %q: %d records, bad %v, err %v", data, len(recs), bad, err)
 		}
@@ -33,7 +34,7 @@ func FuzzStoreList(f *testing.F) {
 			return
 		}
 		r := recs[0]
-		if r.ContainerID == "" || r.IfName == "" {
+		if r.validate(recordName(r.owner())) != nil {
 			t.Fatalf("list of %q returned %+v", data, r)
 		}
 		if err := s.put(r); err != nil {

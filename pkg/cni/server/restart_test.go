@@ -62,7 +62,11 @@ func TestRestartReplaysSpooledDelAndRemovesPodsWithoutNetNS(t *testing.T) {
 	require.Zero(t, e.bridge.FlowCount())
 	entries, err := os.ReadDir(e.opts.SpoolDir)
 	require.NoError(t, err)
-	require.Empty(t, entries, "replayed and unreadable spool entries are removed")
+	require.Empty(t, entries, "replayed spool entries are removed, unreadable ones moved aside")
+	quarantined, err := os.ReadDir(filepath.Join(e.opts.StateDir, "quarantine"))
+	require.NoError(t, err)
+	require.Len(t, quarantined, 1)
+	require.True(t, strings.HasSuffix(quarantined[0].Name(), "-"+KindSpooledDel+"-garbage.json"), quarantined[0].Name())
 }
 
 func TestRestartReleasesAddressesWithoutRecord(t *testing.T) {

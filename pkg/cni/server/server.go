@@ -7,7 +7,11 @@
 //
 // The server keeps a record per pod interface on disk. At start-up it replays the DELs the
 // plugin spooled while the agent was down, removes pods whose network namespace is gone, and
-// reinstalls the flows of the others with the agent's new round.
+// reinstalls the flows of the others with the agent's new round. State files it cannot use
+// (unreadable, undecodable or inconsistent pod records, spooled DELs and address
+// reservations) are moved into StateDir/quarantine, and a pod it cannot restore is retried by
+// Reconcile: one pod never keeps the others from being served. On a full disk, pod records
+// and address reservations are kept in memory and written by Reconcile later.
 package server
 
 import (
@@ -65,6 +69,11 @@ type Options struct {
 	Round uint16
 	// DisableTXChecksumOffload is needed with OVS's userspace datapath.
 	DisableTXChecksumOffload bool
+	// QuarantineKeep is how many unusable state files StateDir/quarantine keeps (the newest);
+	// 0 means DefaultQuarantineKeep.
+	QuarantineKeep int
+	// Reporter, if set, is told about quarantined files and state kept in memory only.
+	Reporter Reporter
 }
 
 // requestTimeout bounds the work of one request.
@@ -81,11 +90,22 @@ type Server struct {
 	// gateways are the pods' gateways, in PodCIDRs order.
 	gateways []netip.Addr
 
+	quarantine *quarantine
+	stats      *stats
+	// stuck are unusable files that could be neither moved nor removed, already reported
+	// (guarded by mu).
+	stuck map[string]bool
+
 	// mu serializes every change to pods, and every Apply of pod flows.
 	mu sync.Mutex
 	// flows is what the server has installed (guarded by mu).
 	flows podFlowState
-	ready atomic.Bool
+	// unrestored are pods whose restore failed at Start; Reconcile retries them (guarded by mu).
+	unrestored map[ipam.Owner]bool
+	// unsavedReported is set while state is kept in memory only and that was reported
+	// (guarded by mu).
+	unsavedReported bool
+	ready           atomic.Bool
 }
 
 // New checks opts and opens the on-disk state.
@@ -100,11 +120,22 @@ func New(opts Options, ports OVSPorts, bridge openflow.Bridge, nl Netlink) (*Ser
 	if err != nil {
 		return nil, fmt.Errorf("CNI server: %w", err)
 	}
-	st, err := newStore(filepath.Join(opts.StateDir, "pods"))
+	if opts.QuarantineKeep < 0 {
+		return nil, fmt.Errorf("CNI server: negative quarantineKeep %d", opts.QuarantineKeep)
+	}
+	if opts.QuarantineKeep == 0 {
+		opts.QuarantineKeep = DefaultQuarantineKeep
+	}
+	s := &Server{opts: opts, ports: ports, bridge: bridge, net: nl, ipam: alloc, stats: newStats(),
+		quarantine: &quarantine{dir: filepath.Join(opts.StateDir, "quarantine"), keep: opts.QuarantineKeep},
+		unrestored: map[ipam.Owner]bool{}, stuck: map[string]bool{}}
+	st, err := newStore(filepath.Join(opts.StateDir, "pods"), s.stats, func(path string, reason error) {
+		s.quarantineFile(KindPodRecord, path, reason)
+	})
 	if err != nil {
 		return nil, fmt.Errorf("CNI server: %w", err)
 	}
-	s := &Server{opts: opts, ports: ports, bridge: bridge, net: nl, ipam: alloc, store: st}
+	s.store = st
 	for _, p := range alloc.Subnets() {
 		s.gateways = append(s.gateways, ipam.Gateway(p))
 	}
@@ -152,6 +183,7 @@ func (s *Server) Handle(ctx context.Context, req protocol.Request) protocol.Resp
 	switch req.Command {
 	case protocol.CmdAdd:
 		resp = s.add(ctx, req)
+		s.noteUnsaved()
 	case protocol.CmdDel:
 		resp = s.del(ctx, req)
 	case protocol.CmdCheck:

@@ -256,12 +256,12 @@ func (h *ProxyHealth) Mux() *http.ServeMux {
 	return mux
 }
 
-// Serve listens on addr (e.g. DefaultBindAddress) and serves /healthz and /livez until ctx is
-// done.
-func (h *ProxyHealth) Serve(ctx context.Context, addr string) error {
+// Serve listens on addr (e.g. DefaultBindAddress) and serves /healthz and /livez, with lim's
+// timeouts and connection cap (nil: the defaults), until ctx is done.
+func (h *ProxyHealth) Serve(ctx context.Context, addr string, lim *httpserver.Limiter) error {
 	ln, err := net.Listen("tcp", addr)
 	if err != nil {
 		return fmt.Errorf("health server: listening on %s: %w", addr, err)
 	}
-	return httpserver.Serve(ctx, ln, h.Mux())
+	return httpserver.Serve(ctx, ln, h.Mux(), lim)
 }

@@ -152,7 +152,7 @@ func TestProxyHealthServe(t *testing.T) {
 	require.NoError(t, err)
 	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan error, 1)
-	go func() { done <- httpserver.Serve(ctx, ln, h.Mux()) }()
+	go func() { done <- httpserver.Serve(ctx, ln, h.Mux(), nil) }()
 	t.Cleanup(func() {
 		cancel()
 		require.NoError(t, <-done)

@@ -10,10 +10,11 @@ import (
 	"slices"
 	"strconv"
 	"sync"
-	"time"
 
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/klog/v2"
+
+	"github.com/antrea-proxy/antrea-proxy/pkg/httpserver"
 )
 
 // EventReason is the reason of the Warning event to record on a Service whose health check
@@ -51,6 +52,21 @@ type ServiceOptions struct {
 	OnListenError func(*ListenError)
 	// Listen opens listeners; nil means net.Listen.
 	Listen func(network, address string) (net.Listener, error)
+	// Limiter gives every health check NodePort server its timeouts, and caps the connections
+	// open at once on all of them together; nil means DefaultServiceLimiter().
+	Limiter *httpserver.Limiter
+}
+
+// DefaultServiceMaxConnections caps the connections open at once on all of a node's health
+// check NodePorts together, by default: load balancers' health checkers probe every Service's
+// port from a few addresses each.
+const DefaultServiceMaxConnections = 1024
+
+// DefaultServiceLimiter returns the default limiter of the health check NodePorts: default
+// timeouts, DefaultServiceMaxConnections.
+func DefaultServiceLimiter() *httpserver.Limiter {
+	lim, _ := httpserver.NewLimiter("service-healthcheck", httpserver.Limits{MaxConnections: DefaultServiceMaxConnections})
+	return lim
 }
 
 // ServiceHealthServer serves the health check NodePorts of Services with
@@ -76,6 +92,9 @@ type instance struct {
 func NewServiceHealthServer(opts ServiceOptions) *ServiceHealthServer {
 	if opts.Listen == nil {
 		opts.Listen = net.Listen
+	}
+	if opts.Limiter == nil {
+		opts.Limiter = DefaultServiceLimiter()
 	}
 	return &ServiceHealthServer{
 		opts:      opts,
@@ -217,11 +236,12 @@ func (s *ServiceHealthServer) listen(nn types.NamespacedName, port uint16) (*ins
 			inst.close()
 			return nil, fmt.Errorf("listening on %s: %w", addr, err)
 		}
-		srv := &http.Server{Handler: h, ReadHeaderTimeout: 10 * time.Second}
+		srv := s.opts.Limiter.Server(h)
 		inst.servers = append(inst.servers, srv)
 		inst.listeners = append(inst.listeners, ln)
+		limited := s.opts.Limiter.Listener(ln)
 		go func() {
-			if err := srv.Serve(ln); err != nil && !errors.Is(err, http.ErrServerClosed) {
+			if err := srv.Serve(limited); err != nil && !errors.Is(err, http.ErrServerClosed) {
 				klog.ErrorS(err, "Health check NodePort server stopped", "service", nn, "address", addr)
 			}
 		}()

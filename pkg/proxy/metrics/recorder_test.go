@@ -198,7 +198,7 @@ func TestServeMetrics(t *testing.T) {
 	require.NoError(t, err)
 	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan error, 1)
-	go func() { done <- httpserver.Serve(ctx, ln, r.Mux()) }()
+	go func() { done <- httpserver.Serve(ctx, ln, r.Mux(), nil) }()
 
 	resp, err := http.Get("http://" + ln.Addr().String() + "/metrics")
 	require.NoError(t, err)
@@ -217,7 +217,7 @@ func TestServeListenError(t *testing.T) {
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
 	require.NoError(t, err)
 	defer ln.Close()
-	err = NewRecorder(nil).Serve(context.Background(), ln.Addr().String())
+	err = NewRecorder(nil).Serve(context.Background(), ln.Addr().String(), nil)
 	require.ErrorContains(t, err, ln.Addr().String())
 }
 

@@ -26,12 +26,13 @@ func (r *Recorder) Mux() *http.ServeMux {
 	return mux
 }
 
-// Serve listens on addr and serves /metrics until ctx is done. It returns an error naming addr
-// when it cannot listen, and nil after ctx is done.
-func (r *Recorder) Serve(ctx context.Context, addr string) error {
+// Serve listens on addr and serves /metrics, with lim's timeouts and connection cap (nil: the
+// defaults), until ctx is done. It returns an error naming addr when it cannot listen, and nil
+// after ctx is done.
+func (r *Recorder) Serve(ctx context.Context, addr string, lim *httpserver.Limiter) error {
 	ln, err := net.Listen("tcp", addr)
 	if err != nil {
 		return fmt.Errorf("metrics server: listening on %s: %w", addr, err)
 	}
-	return httpserver.Serve(ctx, ln, r.Mux())
+	return httpserver.Serve(ctx, ln, r.Mux(), lim)
 }

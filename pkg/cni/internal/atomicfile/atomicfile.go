@@ -2,9 +2,11 @@
 package atomicfile
 
 import (
+	"errors"
 	"fmt"
 	"os"
 	"path/filepath"
+	"syscall"
 )
 
 // Write writes data to path so that readers see either the old content or the new one, never a
@@ -45,4 +47,10 @@ func SyncDir(dir string) error {
 		return fmt.Errorf("syncing directory %s: %w", dir, err)
 	}
 	return nil
+}
+
+// IsNoSpace reports whether err says the file system is full (no space, or the quota is
+// exhausted).
+func IsNoSpace(err error) bool {
+	return errors.Is(err, syscall.ENOSPC) || errors.Is(err, syscall.EDQUOT)
 }

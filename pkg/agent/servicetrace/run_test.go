@@ -1,0 +1,156 @@
+package servicetrace
+
+import (
+	"errors"
+	"net/netip"
+	"slices"
+	"strings"
+	"testing"
+
+	v1 "k8s.io/api/core/v1"
+
+	"github.com/antrea-proxy/antrea-proxy/pkg/agent/apiserver/apiv1"
+)
+
+func trace(t *testing.T, in *Inputs, from, to string) apiv1.Trace {
+	t.Helper()
+	req, err := apiv1.ParseTraceRequest(from, to)
+	if err != nil {
+		t.Fatal(err)
+	}
+	tr, err := Run(in, req)
+	if err != nil {
+		t.Fatalf("trace from %s to %s: %v", from, to, err)
+	}
+	return tr
+}
+
+func endpoints(tr apiv1.Trace) []string {
+	out := make([]string, len(tr.Candidates))
+	for i, c := range tr.Candidates {
+		out[i] = c.Endpoint
+	}
+	slices.Sort(out)
+	return out
+}
+
+func expectReason(t *testing.T, tr apiv1.Trace, verdict, table, reason string) {
+	t.Helper()
+	if tr.Verdict != verdict || tr.Table != table || tr.Chosen != "" || len(tr.Candidates) != 0 {
+		t.Errorf("want %s in %s and no endpoint, got %s in %s, chosen %q, candidates %v", verdict, table, tr.Verdict, tr.Table, tr.Chosen, tr.Candidates)
+	}
+	if !slices.ContainsFunc(tr.Reasons, func(r string) bool { return strings.Contains(r, reason) }) {
+		t.Errorf("want a reason with %q, got %q", reason, tr.Reasons)
+	}
+}
+
+// TestTraceClusterIP: a pod's connection to a ClusterIP with a local and a remote endpoint is
+// DNATed to one of the group's two candidates and leaves through its port (the local pod's,
+// or the gateway for the remote one); every step names its table.
+func TestTraceClusterIP(t *testing.T) {
+	in := newNode(t, true).add(service("web", "10.96.0.10"), slice("web", []netip.Addr{ep1IP}, remoteEPIP)).inputs()
+	tr := trace(t, in, "pod:ns/client", "10.96.0.10:80")
+	if got, want := endpoints(tr), []string{"10.10.1.6:8080", "10.10.2.7:8080"}; !slices.Equal(got, want) {
+		t.Fatalf("candidates %v, want %v", got, want)
+	}
+	if tr.Verdict != "output" || tr.Service != "ns/web:http" || len(tr.Reasons) != 0 {
+		t.Fatalf("want an output of ns/web:http without reasons, got %+v", tr)
+	}
+	switch tr.Chosen {
+	case "10.10.1.6:8080":
+		if !strings.HasPrefix(tr.Output, "pod ns/web-1 (port 11") {
+			t.Errorf("chosen local endpoint, output %q", tr.Output)
+		}
+	case "10.10.2.7:8080":
+		if !strings.HasPrefix(tr.Output, "gateway antrea-gw0") {
+			t.Errorf("chosen remote endpoint, output %q", tr.Output)
+		}
+	default:
+		t.Fatalf("chosen %q is no candidate", tr.Chosen)
+	}
+	if want := "dnat 10.96.0.10:80 -> " + tr.Chosen; !slices.Contains(tr.NAT, want) {
+		t.Errorf("NAT %q, want %q", tr.NAT, want)
+	}
+	for _, s := range tr.Steps {
+		if s.Kind == "flow" && (strings.HasPrefix(s.TableName, "table") || s.Actions == "" && s.Match == "") {
+			t.Errorf("step without table name or flow: %+v", s)
+		}
+	}
+	if !slices.ContainsFunc(tr.Steps, func(s apiv1.TraceStep) bool { return s.Kind == "group" && s.TableName == "ServiceLB" }) {
+		t.Errorf("no group step in ServiceLB: %+v", tr.Steps)
+	}
+}
+
+// TestTraceWhy: for each way a connection gets no endpoint, the verdict, the table and the
+// reason the proxier's status gives.
+func TestTraceWhy(t *testing.T) {
+	proxyMode := v1.LoadBalancerIPModeProxy
+	lbOn := newNode(t, true).add(
+		service("empty", "10.96.0.20"),
+		service("proxied", "10.96.0.21", loadBalancer("172.18.0.21", &proxyMode)), slice("proxied", nil, remoteEPIP),
+		service("local", "10.96.0.22", nodePort(30022), externalLocal), slice("local", nil, remoteEPIP),
+		service("ranged", "10.96.0.23", loadBalancer("172.18.0.23", nil), sourceRanges("203.0.113.0/24")), slice("ranged", nil, remoteEPIP),
+		service("web", "10.96.0.10"), slice("web", []netip.Addr{ep1IP}),
+	).inputs()
+	lbOff := newNode(t, false).add(
+		service("lb", "10.96.0.24", loadBalancer("172.18.0.24", nil)), slice("lb", nil, remoteEPIP),
+	).inputs()
+	for _, c := range []struct {
+		name, from, to         string
+		in                     *Inputs
+		verdict, table, reason string
+	}{
+		{"no endpoints", "pod:ns/client", "10.96.0.20:80", lbOn, "reject", "ServiceLB", "ns/empty:http has no endpoint"},
+		{"ipMode Proxy", "external", "172.18.0.21:80", lbOn, "drop", "L3Forwarding", "skipped: ipMode=Proxy"},
+		{"eTP Local without local endpoints", "external:198.51.100.7", "192.168.77.10:30022", lbOn, "drop", "ServiceLB", "externalTrafficPolicy=Local"},
+		{"source range", "external:198.51.100.7", "172.18.0.23:80", lbOn, "drop", "ServiceLB", "not in loadBalancerSourceRanges"},
+		{"undefined port", "pod:ns/client", "10.96.0.10:81", lbOn, "reject", "ServiceLB", "undefined port"},
+		{"no Service", "pod:ns/client", "10.96.5.5:80", lbOn, "output", "L3Forwarding", "no Service programmed on this node serves 10.96.5.5:80/TCP"},
+		{"proxyLoadBalancerIPs=false", "external", "172.18.0.24:80", lbOff, "drop", "L3Forwarding", "skipped: proxyLoadBalancerIPs=false"},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			tr := trace(t, c.in, c.from, c.to)
+			expectReason(t, tr, c.verdict, c.table, c.reason)
+		})
+	}
+}
+
+// TestTraceLargeGroup: a Service with more endpoints than one group holds lists every endpoint
+// of its second-level groups as candidates.
+func TestTraceLargeGroup(t *testing.T) {
+	eps := manyRemote(1200)
+	in := newNode(t, true).add(service("big", "10.96.0.30"), slice("big", nil, eps...)).inputs()
+	tr := trace(t, in, "node", "10.96.0.30:80")
+	if len(tr.Candidates) != len(eps) {
+		t.Fatalf("%d candidates, want %d", len(tr.Candidates), len(eps))
+	}
+	groups := map[uint32]bool{}
+	for _, c := range tr.Candidates {
+		groups[c.Group] = true
+	}
+	if len(groups) != 3 {
+		t.Errorf("candidates come from %d groups, want 3 second-level groups", len(groups))
+	}
+	if !slices.Contains(endpoints(tr), tr.Chosen) || tr.Verdict != "output" {
+		t.Errorf("chosen %q (%s) is no candidate", tr.Chosen, tr.Verdict)
+	}
+}
+
+// TestTraceSources: an unknown pod is ErrNotFound; the node's own connections come from the
+// gateway's address, external ones from the documentation address by default.
+func TestTraceSources(t *testing.T) {
+	in := newNode(t, true).add(service("web", "10.96.0.10"), slice("web", []netip.Addr{ep1IP})).inputs()
+	req, err := apiv1.ParseTraceRequest("pod:ns/nobody", "10.96.0.10:80")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := Run(in, req); !errors.Is(err, ErrNotFound) {
+		t.Errorf("unknown pod: %v, want ErrNotFound", err)
+	}
+	for from, src := range map[string]string{"node": "10.10.1.1:40000", "external": "192.0.2.10:40000", "pod:ns/client": "10.10.1.5:40000"} {
+		tr := trace(t, in, from, "10.96.0.10:80/tcp")
+		if tr.Packet.Src != src || tr.Chosen != "10.10.1.6:8080" {
+			t.Errorf("from %s: source %s chosen %q, want %s to 10.10.1.6:8080", from, tr.Packet.Src, tr.Chosen, src)
+		}
+	}
+}

@@ -135,7 +135,9 @@ func sourceRanges(r ...string) svcOpt {
 	return func(s *v1.Service) { s.Spec.LoadBalancerSourceRanges = r }
 }
 
-func externalLocal(s *v1.Service) { s.Spec.ExternalTrafficPolicy = v1.ServiceExternalTrafficPolicyLocal }
+func externalLocal(s *v1.Service) {
+	s.Spec.ExternalTrafficPolicy = v1.ServiceExternalTrafficPolicyLocal
+}
 
 func slice(svc string, local []netip.Addr, remote ...netip.Addr) *discovery.EndpointSlice {
 	port, proto, name := int32(8080), v1.ProtocolTCP, "http"

@@ -1,8 +1,7 @@
-package servicetrace
+package servicetrace_test
 
 import (
 	"errors"
-	"net/netip"
 	"slices"
 	"strings"
 	"testing"
@@ -10,6 +9,8 @@ import (
 	v1 "k8s.io/api/core/v1"
 
 	"github.com/antrea-proxy/antrea-proxy/pkg/agent/apiserver/apiv1"
+	. "github.com/antrea-proxy/antrea-proxy/pkg/agent/servicetrace"
+	st "github.com/antrea-proxy/antrea-proxy/pkg/agent/servicetrace/servicetracetest"
 )
 
 func trace(t *testing.T, in *Inputs, from, to string) apiv1.Trace {
@@ -48,7 +49,7 @@ func expectReason(t *testing.T, tr apiv1.Trace, verdict, table, reason string) {
 // DNATed to one of the group's two candidates and leaves through its port (the local pod's,
 // or the gateway for the remote one); every step names its table.
 func TestTraceClusterIP(t *testing.T) {
-	in := newNode(t, true).add(service("web", "10.96.0.10"), slice("web", []netip.Addr{ep1IP}, remoteEPIP)).inputs()
+	in := st.NewNode(t, true).Add(st.Service("web", "10.96.0.10"), st.Slice("web", []string{st.Endpoint1IP}, st.RemoteEndpoint)).Inputs()
 	tr := trace(t, in, "pod:ns/client", "10.96.0.10:80")
 	if got, want := endpoints(tr), []string{"10.10.1.6:8080", "10.10.2.7:8080"}; !slices.Equal(got, want) {
 		t.Fatalf("candidates %v, want %v", got, want)
@@ -85,16 +86,16 @@ func TestTraceClusterIP(t *testing.T) {
 // reason the proxier's status gives.
 func TestTraceWhy(t *testing.T) {
 	proxyMode := v1.LoadBalancerIPModeProxy
-	lbOn := newNode(t, true).add(
-		service("empty", "10.96.0.20"),
-		service("proxied", "10.96.0.21", loadBalancer("172.18.0.21", &proxyMode)), slice("proxied", nil, remoteEPIP),
-		service("local", "10.96.0.22", nodePort(30022), externalLocal), slice("local", nil, remoteEPIP),
-		service("ranged", "10.96.0.23", loadBalancer("172.18.0.23", nil), sourceRanges("203.0.113.0/24")), slice("ranged", nil, remoteEPIP),
-		service("web", "10.96.0.10"), slice("web", []netip.Addr{ep1IP}),
-	).inputs()
-	lbOff := newNode(t, false).add(
-		service("lb", "10.96.0.24", loadBalancer("172.18.0.24", nil)), slice("lb", nil, remoteEPIP),
-	).inputs()
+	lbOn := st.NewNode(t, true).Add(
+		st.Service("empty", "10.96.0.20"),
+		st.Service("proxied", "10.96.0.21", st.LoadBalancer("172.18.0.21", &proxyMode)), st.Slice("proxied", nil, st.RemoteEndpoint),
+		st.Service("local", "10.96.0.22", st.NodePort(30022), st.ExternalLocal), st.Slice("local", nil, st.RemoteEndpoint),
+		st.Service("ranged", "10.96.0.23", st.LoadBalancer("172.18.0.23", nil), st.SourceRanges("203.0.113.0/24")), st.Slice("ranged", nil, st.RemoteEndpoint),
+		st.Service("web", "10.96.0.10"), st.Slice("web", []string{st.Endpoint1IP}),
+	).Inputs()
+	lbOff := st.NewNode(t, false).Add(
+		st.Service("lb", "10.96.0.24", st.LoadBalancer("172.18.0.24", nil)), st.Slice("lb", nil, st.RemoteEndpoint),
+	).Inputs()
 	for _, c := range []struct {
 		name, from, to         string
 		in                     *Inputs
@@ -118,8 +119,8 @@ func TestTraceWhy(t *testing.T) {
 // TestTraceLargeGroup: a Service with more endpoints than one group holds lists every endpoint
 // of its second-level groups as candidates.
 func TestTraceLargeGroup(t *testing.T) {
-	eps := manyRemote(1200)
-	in := newNode(t, true).add(service("big", "10.96.0.30"), slice("big", nil, eps...)).inputs()
+	eps := st.ManyRemote(1200)
+	in := st.NewNode(t, true).Add(st.Service("big", "10.96.0.30"), st.Slice("big", nil, eps...)).Inputs()
 	tr := trace(t, in, "node", "10.96.0.30:80")
 	if len(tr.Candidates) != len(eps) {
 		t.Fatalf("%d candidates, want %d", len(tr.Candidates), len(eps))
@@ -139,7 +140,7 @@ func TestTraceLargeGroup(t *testing.T) {
 // TestTraceSources: an unknown pod is ErrNotFound; the node's own connections come from the
 // gateway's address, external ones from the documentation address by default.
 func TestTraceSources(t *testing.T) {
-	in := newNode(t, true).add(service("web", "10.96.0.10"), slice("web", []netip.Addr{ep1IP})).inputs()
+	in := st.NewNode(t, true).Add(st.Service("web", "10.96.0.10"), st.Slice("web", []string{st.Endpoint1IP})).Inputs()
 	req, err := apiv1.ParseTraceRequest("pod:ns/nobody", "10.96.0.10:80")
 	if err != nil {
 		t.Fatal(err)

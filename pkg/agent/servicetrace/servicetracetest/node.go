@@ -154,7 +154,9 @@ func SourceRanges(r ...string) ServiceOption {
 }
 
 // ExternalLocal sets externalTrafficPolicy=Local.
-func ExternalLocal(s *v1.Service) { s.Spec.ExternalTrafficPolicy = v1.ServiceExternalTrafficPolicyLocal }
+func ExternalLocal(s *v1.Service) {
+	s.Spec.ExternalTrafficPolicy = v1.ServiceExternalTrafficPolicyLocal
+}
 
 // Slice is the EndpointSlice of Service svc (port http 8080/TCP) with ready endpoints on this
 // node (local) and on node-b (remote).

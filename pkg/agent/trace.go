@@ -46,10 +46,10 @@ func (t *traceSource) dataPathStarted() {
 // Trace implements apiserver.TraceSource.
 func (t *traceSource) Trace(_ context.Context, req apiv1.TraceRequest) (apiv1.Trace, error) {
 	if !t.started.Load() || t.dp.CNIServer() == nil {
-		return apiv1.Trace{}, fmt.Errorf("the node data path has not started yet: %w", apiserver.ErrTraceUnavailable)
+		return apiv1.Trace{}, apiserver.TraceUnavailable(errors.New("the node data path has not started yet"))
 	}
 	if _, _, syncs := t.proxier.SyncState(); syncs == 0 {
-		return apiv1.Trace{}, fmt.Errorf("the proxier has not installed its first sync yet: %w", apiserver.ErrTraceUnavailable)
+		return apiv1.Trace{}, apiserver.TraceUnavailable(errors.New("the proxier has not installed its first sync yet"))
 	}
 	in, err := t.inputs()
 	if err != nil {
@@ -57,7 +57,7 @@ func (t *traceSource) Trace(_ context.Context, req apiv1.TraceRequest) (apiv1.Tr
 	}
 	tr, err := servicetrace.Run(in, req)
 	if errors.Is(err, servicetrace.ErrNotFound) {
-		return apiv1.Trace{}, fmt.Errorf("%w (%w)", err, apiserver.ErrTraceNotFound)
+		return apiv1.Trace{}, apiserver.TraceNotFound(err)
 	}
 	return tr, err
 }

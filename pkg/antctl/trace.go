@@ -86,7 +86,11 @@ func PrintTrace(w io.Writer, tr apiv1.Trace, format string) error {
 		ind := strings.Repeat("    ", s.Depth)
 		switch s.Kind {
 		case "flow":
-			fmt.Fprintf(w, "%s%2d. %s: priority %d, %s\n", ind, s.Table, s.TableName, s.Priority, orNone(s.Match))
+			line := fmt.Sprintf("%s%2d. %s: priority %d", ind, s.Table, s.TableName, s.Priority)
+			if s.Match != "" {
+				line += ", " + s.Match
+			}
+			fmt.Fprintln(w, line)
 			fmt.Fprintf(w, "%s    actions: %s\n", ind, s.Actions)
 		case "miss":
 			fmt.Fprintf(w, "%s%2d. %s: %s\n", ind, s.Table, s.TableName, s.Text)

@@ -22,6 +22,17 @@ var (
 	ErrTraceUnavailable = errors.New("unavailable")
 )
 
+// TraceNotFound returns err (its message unchanged) marked as ErrTraceNotFound.
+func TraceNotFound(err error) error { return &traceError{err: err, kind: ErrTraceNotFound} }
+
+// TraceUnavailable returns err (its message unchanged) marked as ErrTraceUnavailable.
+func TraceUnavailable(err error) error { return &traceError{err: err, kind: ErrTraceUnavailable} }
+
+type traceError struct{ err, kind error }
+
+func (e *traceError) Error() string   { return e.err.Error() }
+func (e *traceError) Unwrap() []error { return []error{e.err, e.kind} }
+
 func (h *handlers) trace(r *http.Request) (any, *apiError) {
 	if h.tracer == nil {
 		return nil, errorf(http.StatusServiceUnavailable, "tracing needs AntreaProxy and the node data path, which this agent does not run")

@@ -75,14 +75,14 @@ func packet(in *Inputs, req apiv1.TraceRequest) (oftrace.Packet, string, error) 
 		}
 		src, ok := sameFamily(pod.IPs, dst)
 		if !ok {
-			return p, "", fmt.Errorf("pod %s/%s has no address of %s's family: %w", pod.Namespace, pod.Name, dst, ErrNotFound)
+			return p, "", fmt.Errorf("pod %s/%s: an address of %s's family %w", pod.Namespace, pod.Name, dst, ErrNotFound)
 		}
 		p.InPort, p.EthSrc, p.Src = pod.OFPort, pod.MAC, src
 		inPort = podName(pod)
 	case apiv1.FromNode:
 		src, ok := sameFamily(in.Gateway.IPs, dst)
 		if !ok {
-			return p, "", fmt.Errorf("the gateway %s has no address of %s's family: %w", in.Gateway.Name, dst, ErrNotFound)
+			return p, "", fmt.Errorf("gateway %s: an address of %s's family %w", in.Gateway.Name, dst, ErrNotFound)
 		}
 		p.InPort, p.EthSrc, p.EthDst, p.Src = in.Gateway.OFPort, in.Gateway.MAC, nil, src
 		inPort = gatewayName(in.Gateway)
@@ -106,7 +106,7 @@ func findPod(pods []Pod, ns, name string) (Pod, error) {
 			return p, nil
 		}
 	}
-	return Pod{}, fmt.Errorf("pod %s/%s has no interface on this node: %w", ns, name, ErrNotFound)
+	return Pod{}, fmt.Errorf("pod %s/%s: %w on this node", ns, name, ErrNotFound)
 }
 
 func sameFamily(ips []netip.Addr, dst netip.Addr) (netip.Addr, bool) {

@@ -119,7 +119,11 @@ func verdict(in *Inputs, tr *oftrace.Trace, out *apiv1.Trace) oftrace.Packet {
 		out.Verdict, out.Output = "normal", "NORMAL (L2 switching)"
 	default:
 		out.Verdict = "drop"
-		out.Notes = append(out.Notes, "dropped: "+o.Reason)
+		reason := o.Reason
+		if reason == "drop" {
+			reason = "a drop action"
+		}
+		out.Notes = append(out.Notes, fmt.Sprintf("dropped in %s: %s", out.Table, reason))
 	}
 	return o.Packet
 }

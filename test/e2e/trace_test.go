@@ -4,6 +4,7 @@ package e2e
 
 import (
 	"context"
+	"encoding/json"
 	"fmt"
 	"net"
 	"net/netip"
@@ -132,6 +133,22 @@ func (e *traceEnv) trace(t *testing.T, node *framework.Node, from, to string) *a
 	return tr
 }
 
+// antctl runs antctl trace (args) on node, logs its text output and checks that its JSON output
+// has the API trace's verdict and candidates.
+func (e *traceEnv) antctl(t *testing.T, node *framework.Node, want *apiv1.Trace, args ...string) {
+	t.Helper()
+	text, err := node.Antctl(args...)
+	require.NoError(t, err)
+	t.Logf("$ antctl %s\n%s", strings.Join(args, " "), text)
+	require.Contains(t, text, "Verdict:    "+want.Verdict)
+	js, err := node.Antctl(append(args, "-o", "json")...)
+	require.NoError(t, err)
+	var got apiv1.Trace
+	require.NoError(t, json.Unmarshal([]byte(js), &got))
+	require.Equal(t, want.Verdict, got.Verdict)
+	require.Equal(t, candidateAddrs(want), candidateAddrs(&got))
+}
+
 func candidateAddrs(tr *apiv1.Trace) []string {
 	out := make([]string, len(tr.Candidates))
 	for i, c := range tr.Candidates {
@@ -155,6 +172,7 @@ func (e *traceEnv) clusterIP(t *testing.T) {
 	require.ElementsMatch(t, want, candidateAddrs(tr))
 	require.Equal(t, "output", tr.Verdict)
 	require.Empty(t, tr.Reasons)
+	e.antctl(t, e.n1, tr, "trace", "--from", "pod", e.ns+"/client", "--to", addr)
 	byServer, _ := countEchoes(t, e.client, "tcp", addr, 20)
 	names := map[string]string{"web-1": e.web1IP, "web-2": e.web2IP}
 	for server := range byServer {
@@ -169,6 +187,7 @@ func (e *traceEnv) noEndpoints(t *testing.T) {
 	tr := e.trace(t, e.n1, "pod:"+e.ns+"/client", addr)
 	require.Equal(t, "reject", tr.Verdict)
 	requireReason(t, tr, "has no endpoint")
+	e.antctl(t, e.n1, tr, "trace", "--from", "pod", e.ns+"/client", "--to", addr)
 	requireRefused(t, e.client, "tcp", addr)
 }
 
@@ -199,6 +218,7 @@ func (e *traceEnv) externalLocal(t *testing.T) {
 	tr := e.trace(t, e.n2, from, hostPort(e.n2.IP.String(), np))
 	require.Equal(t, "drop", tr.Verdict)
 	requireReason(t, tr, "externalTrafficPolicy=Local")
+	e.antctl(t, e.n2, tr, "trace", "--from", from, "--to", hostPort(e.n2.IP.String(), np))
 	requireDropped(t, e.sb.Net.Client, "tcp", hostPort(e.n2.IP.String(), np), "eTP=Local NodePort of node2 traced as dropped")
 
 	tr = e.trace(t, e.n1, from, hostPort(e.n1.IP.String(), np))

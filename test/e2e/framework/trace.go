@@ -4,7 +4,10 @@ import (
 	"context"
 	"fmt"
 	"net/url"
+	"os/exec"
+	"path/filepath"
 	"strings"
+	"time"
 
 	"github.com/antrea-proxy/antrea-proxy/pkg/agent/apiserver/apiv1"
 )
@@ -19,6 +22,21 @@ func (a *AgentAPI) Trace(ctx context.Context, from, to string) (*apiv1.Trace, er
 		return nil, err
 	}
 	return &tr, nil
+}
+
+// Antctl runs the sandbox's antctl against the node's agent socket and returns its stdout (and
+// stderr, on failure).
+func (n *Node) Antctl(args ...string) (string, error) {
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	cmd := exec.CommandContext(ctx, filepath.Join(n.s.Bins.Dir, "antctl"), append(args, "--socket", n.API.Socket)...)
+	var stderr strings.Builder
+	cmd.Stderr = &stderr
+	out, err := cmd.Output()
+	if err != nil {
+		return string(out), fmt.Errorf("antctl %s: %w: %s", strings.Join(args, " "), err, stderr.String())
+	}
+	return string(out), nil
 }
 
 // OVSTrace is what ovs-appctl ofproto/trace made of a packet.

@@ -7,6 +7,8 @@ import (
 	"sort"
 	"strings"
 
+	"k8s.io/apimachinery/pkg/types"
+
 	"github.com/antrea-proxy/antrea-proxy/pkg/agent/apiserver/apiv1"
 	"github.com/antrea-proxy/antrea-proxy/pkg/ovs/openflow/oftrace"
 	"github.com/antrea-proxy/antrea-proxy/pkg/proxy"
@@ -48,14 +50,20 @@ func explain(in *Inputs, req apiv1.TraceRequest, pkt oftrace.Packet, out *apiv1.
 	dst, dport, proto := req.To.Addr(), req.To.Port(), model.Protocol(req.Protocol)
 	owners, samePortless := findOwners(in, dst, dport, proto)
 	chosen := out.Chosen != ""
-	if len(owners) == 0 {
-		if !chosen {
-			out.Reasons = append(out.Reasons, noOwnerReasons(samePortless, dst, dport, proto)...)
-		}
-		out.Reasons = append(out.Reasons, problemsNaming(in.Services, dst)...)
-		return
+	var ownerSvc types.NamespacedName
+	if len(owners) == 0 && !chosen {
+		out.Reasons = append(out.Reasons, noOwnerReasons(samePortless, dst, dport, proto)...)
 	}
-	o := owners[0]
+	if len(owners) > 0 {
+		ownerSvc = owners[0].svc.Name
+		explainOwner(owners[0], req, pkt, out)
+	}
+	out.Reasons = append(out.Reasons, problemsNaming(in, ownerSvc, dst, dport, proto)...)
+}
+
+// explainOwner fills what the owning Service port o says about the trace.
+func explainOwner(o owner, req apiv1.TraceRequest, pkt oftrace.Packet, out *apiv1.Trace) {
+	chosen := out.Chosen != ""
 	out.Service = o.name()
 	if o.port.Port.StickyMaxAgeSeconds > 0 {
 		out.Notes = append(out.Notes, "sessionAffinity=ClientIP: flows OVS learned for earlier connections are not traced; a client with an affinity entry keeps its endpoint")
@@ -171,13 +179,21 @@ func inRanges(ranges []netip.Prefix, ip netip.Addr) bool {
 	return false
 }
 
-// problemsNaming returns the problems of Services whose message names ip: an address refused or
-// claimed by another Service is not in any programmed port.
-func problemsNaming(svcs []proxy.ServiceStatus, ip netip.Addr) []string {
+// problemsNaming returns the problems of Services other than owner whose message names the
+// destination: its address, or its NodePort when it is a node address. An address refused or
+// lost to another Service (AddressRefused, FlowConflict) is in none of the programmed ports.
+func problemsNaming(in *Inputs, owner types.NamespacedName, dst netip.Addr, dport uint16, proto model.Protocol) []string {
+	nodePort := ""
+	if slices.Contains(in.NodeAddresses, dst) {
+		nodePort = fmt.Sprintf("NodePort %d/%s ", dport, proto)
+	}
 	var out []string
-	for _, s := range svcs {
-		if s.Problem != nil && mentions(s.Problem.Message, ip.String()) {
-			out = append(out, fmt.Sprintf("Service %s has a problem: %s: %s", s.Name, s.Problem.Reason, s.Problem.Message))
+	for _, s := range in.Services {
+		if s.Problem == nil || s.Name == owner {
+			continue
+		}
+		if msg := s.Problem.Message; mentions(msg, dst.String()) || (nodePort != "" && strings.Contains(msg, nodePort)) {
+			out = append(out, fmt.Sprintf("Service %s has a problem: %s: %s", s.Name, s.Problem.Reason, msg))
 		}
 	}
 	sort.Strings(out)

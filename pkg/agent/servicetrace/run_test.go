@@ -155,3 +155,36 @@ func TestTraceSources(t *testing.T) {
 		}
 	}
 }
+
+// TestTraceProblems: the problems of other Services that want the destination are reported:
+// an ExternalIP lost to a ClusterIP, a NodePort lost to another Service (FlowConflict) and a
+// refused address (AddressRefused), whether or not an endpoint was chosen.
+func TestTraceProblems(t *testing.T) {
+	in := st.NewNode(t, true).Add(
+		st.Service("ok", "10.96.0.40"), st.Slice("ok", []string{st.Endpoint1IP}),
+		st.Service("loser", "10.96.0.41", st.ExternalIPs("10.96.0.40")), st.Slice("loser", []string{st.Endpoint2IP}),
+		st.Service("np-a", "10.96.0.42", st.NodePort(30050)), st.Slice("np-a", []string{st.Endpoint1IP}),
+		st.Service("np-b", "10.96.0.43", st.NodePort(30050)), st.Slice("np-b", []string{st.Endpoint2IP}),
+		st.Service("refused", "10.96.0.44", st.ExternalIPs("127.0.0.1")), st.Slice("refused", []string{st.Endpoint2IP}),
+	).Inputs()
+	tr := trace(t, in, "pod:ns/client", "10.96.0.40:80")
+	if tr.Chosen != st.Endpoint1IP+":8080" || tr.Service != "ns/ok:http" {
+		t.Errorf("the ClusterIP wins: chosen %q of %q", tr.Chosen, tr.Service)
+	}
+	expectReasonText(t, tr, "Service ns/loser has a problem: FlowConflict: externalIP 10.96.0.40:80/TCP is claimed by ns/ok")
+	tr = trace(t, in, "external", st.NodeIP+":30050")
+	if tr.Chosen != st.Endpoint1IP+":8080" {
+		t.Errorf("np-a (first by name) wins the NodePort: chosen %q", tr.Chosen)
+	}
+	expectReasonText(t, tr, "Service ns/np-b has a problem: FlowConflict: NodePort 30050/TCP is claimed by ns/np-a")
+	tr = trace(t, in, "pod:ns/client", "127.0.0.1:80")
+	expectReasonText(t, tr, "no Service programmed on this node serves 127.0.0.1:80/TCP")
+	expectReasonText(t, tr, "Service ns/refused has a problem: AddressRefused: externalIP 127.0.0.1 is refused: a loopback address")
+}
+
+func expectReasonText(t *testing.T, tr apiv1.Trace, want string) {
+	t.Helper()
+	if !slices.ContainsFunc(tr.Reasons, func(r string) bool { return strings.HasPrefix(r, want) }) {
+		t.Errorf("want a reason starting with %q, got %q", want, tr.Reasons)
+	}
+}

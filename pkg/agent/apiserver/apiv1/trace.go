@@ -155,8 +155,8 @@ type Trace struct {
 	Output string `json:"output"`
 	// Table is the table of the flow that output, rejected or dropped the packet.
 	Table string `json:"table"`
-	// Reasons say why no Service endpoint was chosen (empty when one was), and any problem of
-	// the Service that owns the address.
+	// Reasons say why no Service endpoint was chosen (nothing when one was), and the problems
+	// of the Service that owns the destination and of other Services that want it.
 	Reasons []string `json:"reasons"`
 	// Notes are limits of the trace itself (e.g. learned session affinity flows not included).
 	Notes []string `json:"notes"`

@@ -148,6 +148,11 @@ func LoadBalancer(ip string, mode *v1.LoadBalancerIPMode) ServiceOption {
 	}
 }
 
+// ExternalIPs sets spec.externalIPs.
+func ExternalIPs(ips ...string) ServiceOption {
+	return func(s *v1.Service) { s.Spec.ExternalIPs = ips }
+}
+
 // SourceRanges sets loadBalancerSourceRanges.
 func SourceRanges(r ...string) ServiceOption {
 	return func(s *v1.Service) { s.Spec.LoadBalancerSourceRanges = r }

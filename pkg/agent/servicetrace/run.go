@@ -18,7 +18,7 @@ func Run(in *Inputs, req apiv1.TraceRequest) (apiv1.Trace, error) {
 	if err != nil {
 		return apiv1.Trace{}, err
 	}
-	tracer, err := oftrace.New(in.Flows, in.Groups, oftrace.Options{})
+	tracer, err := oftrace.New(prune(in.Flows, pkt.Dst), in.Groups, oftrace.Options{})
 	if err != nil {
 		return apiv1.Trace{}, fmt.Errorf("building the tracer: %w", err)
 	}

@@ -55,7 +55,7 @@ func Start(ctx context.Context, opts Options) (*Server, error) {
 	if opts.Config == nil {
 		return nil, errors.New("agent API: no configuration given")
 	}
-	h := &handlers{cfg: opts.Config, services: opts.Services, ovs: opts.OVS, livez: opts.Livez, tracer: opts.Trace}
+	h := &handlers{cfg: opts.Config, services: opts.Services, ovs: opts.OVS, livez: opts.Livez, tracer: limitTraces(opts.Trace)}
 	mux := h.mux()
 
 	s := &Server{}

@@ -3,6 +3,7 @@ package apiserver
 import (
 	"context"
 	"errors"
+	"fmt"
 	"net/http"
 
 	"github.com/antrea-proxy/antrea-proxy/pkg/agent/apiserver/apiv1"
@@ -32,6 +33,35 @@ type traceError struct{ err, kind error }
 
 func (e *traceError) Error() string   { return e.err.Error() }
 func (e *traceError) Unwrap() []error { return []error{e.err, e.kind} }
+
+// MaxConcurrentTraces is how many traces the agent runs at once. A trace copies the installed
+// flows and groups and builds a tracer over them (at 2,000 Services about 0.5 ms and 2 MB; it
+// grows with the number of flows and groups): more requests while one runs are answered 503
+// at once rather than queued.
+const MaxConcurrentTraces = 1
+
+// limitTraces returns src behind a semaphore of MaxConcurrentTraces; nil stays nil.
+func limitTraces(src TraceSource) TraceSource {
+	if src == nil {
+		return nil
+	}
+	return &limitedTracer{src: src, sem: make(chan struct{}, MaxConcurrentTraces)}
+}
+
+type limitedTracer struct {
+	src TraceSource
+	sem chan struct{}
+}
+
+func (l *limitedTracer) Trace(ctx context.Context, req apiv1.TraceRequest) (apiv1.Trace, error) {
+	select {
+	case l.sem <- struct{}{}:
+		defer func() { <-l.sem }()
+		return l.src.Trace(ctx, req)
+	default:
+		return apiv1.Trace{}, TraceUnavailable(fmt.Errorf("%d trace(s) already running on this agent; try again when it is done", MaxConcurrentTraces))
+	}
+}
 
 func (h *handlers) trace(r *http.Request) (any, *apiError) {
 	if h.tracer == nil {

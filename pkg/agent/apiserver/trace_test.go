@@ -42,3 +42,38 @@ func TestTraceStatuses(t *testing.T) {
 		})
 	}
 }
+
+// blockingTracer holds every trace until release is closed.
+type blockingTracer struct{ started, release chan struct{} }
+
+func (b blockingTracer) Trace(context.Context, apiv1.TraceRequest) (apiv1.Trace, error) {
+	b.started <- struct{}{}
+	<-b.release
+	return apiv1.Trace{Kind: "Trace"}, nil
+}
+
+// TestTraceOneAtATime: while a trace runs, another request is answered 503 at once; once it is
+// done the next one runs.
+func TestTraceOneAtATime(t *testing.T) {
+	sock := filepath.Join(t.TempDir(), "a.sock")
+	b := blockingTracer{started: make(chan struct{}), release: make(chan struct{})}
+	start(t, Options{Config: testConfig(t, sock), Trace: b})
+	c := unixClient(sock)
+	const u = "http://agent/v1/trace?from=node&to=10.96.0.10:80"
+	first := make(chan int)
+	go func() {
+		code, _, _ := get(t, c, u)
+		first <- code
+	}()
+	<-b.started
+	code, body, ctype := get(t, c, u)
+	requireJSONError(t, code, body, ctype, http.StatusServiceUnavailable, "1 trace(s) already running on this agent")
+	close(b.release)
+	if code := <-first; code != http.StatusOK {
+		t.Fatalf("the first trace: %d", code)
+	}
+	go func() { <-b.started }()
+	if code, body, _ := get(t, c, u); code != http.StatusOK {
+		t.Fatalf("a trace after the first: %d %s", code, body)
+	}
+}

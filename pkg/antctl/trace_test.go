@@ -3,7 +3,6 @@ package antctl
 import (
 	"context"
 	"errors"
-	"path/filepath"
 	"testing"
 
 	"github.com/stretchr/testify/require"
@@ -13,7 +12,6 @@ import (
 	"github.com/antrea-proxy/antrea-proxy/pkg/agent/apiserver/apiv1"
 	"github.com/antrea-proxy/antrea-proxy/pkg/agent/servicetrace"
 	st "github.com/antrea-proxy/antrea-proxy/pkg/agent/servicetrace/servicetracetest"
-	"github.com/antrea-proxy/antrea-proxy/pkg/config"
 )
 
 // traceNode serves /v1/trace with the real tracer over a node's installed flows (as the agent's
@@ -28,18 +26,6 @@ func (n traceNode) Trace(_ context.Context, req apiv1.TraceRequest) (apiv1.Trace
 	return tr, err
 }
 
-func startTraceAgent(t *testing.T, src apiserver.TraceSource) string {
-	t.Helper()
-	cfg := &config.AgentConfig{}
-	cfg.DefaultsFrom(config.Env{Getenv: func(string) string { return "node-a" }})
-	cfg.APISocket = filepath.Join(t.TempDir(), "agent.sock")
-	ctx, cancel := context.WithCancel(context.Background())
-	s, err := apiserver.Start(ctx, apiserver.Options{Config: cfg, Trace: src})
-	require.NoError(t, err)
-	t.Cleanup(func() { cancel(); s.Close() })
-	return cfg.APISocket
-}
-
 // TestGoldenTrace traces, through antctl → socket → agent API → tracer, a connection that
 // reaches an endpoint and each kind of connection that does not, in every output format.
 func TestGoldenTrace(t *testing.T) {
@@ -51,7 +37,7 @@ func TestGoldenTrace(t *testing.T) {
 		st.Service("local", "10.96.0.22", st.NodePort(30022), st.ExternalLocal), st.Slice("local", nil, st.RemoteEndpoint),
 		st.Service("ranged", "10.96.0.23", st.LoadBalancer("172.18.0.23", nil), st.SourceRanges("203.0.113.0/24")), st.Slice("ranged", nil, st.RemoteEndpoint),
 	).Inputs()
-	sock := startTraceAgent(t, traceNode{in})
+	sock := startAgentWith(t, apiserver.Options{Trace: traceNode{in}})
 	for _, tc := range []struct {
 		golden string
 		args   []string
@@ -77,7 +63,7 @@ func TestGoldenTrace(t *testing.T) {
 // TestTraceErrors: bad flags are refused by antctl or by the agent (400), an unknown pod is a 404.
 func TestTraceErrors(t *testing.T) {
 	in := st.NewNode(t, true).Add(st.Service("web", "10.96.0.10")).Inputs()
-	sock := startTraceAgent(t, traceNode{in})
+	sock := startAgentWith(t, apiserver.Options{Trace: traceNode{in}})
 	for _, tc := range []struct {
 		args []string
 		want string

@@ -148,6 +148,11 @@ func TestTraceSources(t *testing.T) {
 	if _, err := Run(in, req); !errors.Is(err, ErrNotFound) {
 		t.Errorf("unknown pod: %v, want ErrNotFound", err)
 	}
+	tr := trace(t, in, "pod:ns/client", "10.96.0.10:80/udp")
+	if tr.Packet.Protocol != "UDP" || tr.Verdict != "reject" {
+		t.Errorf("UDP to a port defined for TCP only: %s %s, want a UDP packet rejected", tr.Packet.Protocol, tr.Verdict)
+	}
+	expectReasonText(t, tr, "undefined port: 10.96.0.10 is served by ns/web (ClusterIP 80/TCP), which defines no port 80/UDP")
 	for from, src := range map[string]string{"node": "10.10.1.1:40000", "external": "192.0.2.10:40000", "pod:ns/client": "10.10.1.5:40000"} {
 		tr := trace(t, in, from, "10.96.0.10:80/tcp")
 		if tr.Packet.Src != src || tr.Chosen != "10.10.1.6:8080" {

@@ -193,3 +193,25 @@ func expectReasonText(t *testing.T, tr apiv1.Trace, want string) {
 		t.Errorf("want a reason starting with %q, got %q", want, tr.Reasons)
 	}
 }
+
+// TestTraceSessionAffinity: with ClientIP affinity the buckets load the endpoint into registers
+// (no DNAT in the group): the candidates are still every endpoint, the DNAT is the learned
+// endpoint's, and the trace notes that earlier learned flows are not traced.
+func TestTraceSessionAffinity(t *testing.T) {
+	in := st.NewNode(t, true).Add(st.Service("sticky", "10.96.0.50", st.ClientIPAffinity(60)),
+		st.Slice("sticky", []string{st.Endpoint1IP, st.Endpoint2IP}, st.RemoteEndpoint)).Inputs()
+	tr := trace(t, in, "pod:ns/client", "10.96.0.50:80")
+	want := []string{st.Endpoint1IP + ":8080", st.Endpoint2IP + ":8080", st.RemoteEndpoint + ":8080"}
+	if got := endpoints(tr); !slices.Equal(got, want) {
+		t.Fatalf("candidates %v, want %v", got, want)
+	}
+	if !slices.Contains(want, tr.Chosen) || tr.Verdict != "output" {
+		t.Fatalf("chosen %q (%s)", tr.Chosen, tr.Verdict)
+	}
+	if !slices.ContainsFunc(tr.Steps, func(s apiv1.TraceStep) bool { return s.Kind == "learn" }) {
+		t.Errorf("no learn step: %+v", tr.Steps)
+	}
+	if !slices.ContainsFunc(tr.Notes, func(n string) bool { return strings.HasPrefix(n, "sessionAffinity=ClientIP") }) {
+		t.Errorf("notes %q", tr.Notes)
+	}
+}

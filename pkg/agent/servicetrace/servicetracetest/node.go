@@ -153,6 +153,14 @@ func ExternalIPs(ips ...string) ServiceOption {
 	return func(s *v1.Service) { s.Spec.ExternalIPs = ips }
 }
 
+// ClientIPAffinity sets sessionAffinity ClientIP with timeout seconds.
+func ClientIPAffinity(seconds int32) ServiceOption {
+	return func(s *v1.Service) {
+		s.Spec.SessionAffinity = v1.ServiceAffinityClientIP
+		s.Spec.SessionAffinityConfig = &v1.SessionAffinityConfig{ClientIP: &v1.ClientIPConfig{TimeoutSeconds: &seconds}}
+	}
+}
+
 // SourceRanges sets loadBalancerSourceRanges.
 func SourceRanges(r ...string) ServiceOption {
 	return func(s *v1.Service) { s.Spec.LoadBalancerSourceRanges = r }

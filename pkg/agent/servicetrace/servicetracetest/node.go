@@ -59,8 +59,9 @@ func Pods() []servicetrace.Pod {
 // Node is one node's writers: the real proxier on a fake bridge; Inputs adds the gateway's
 // and the pods' flows.
 type Node struct {
-	t *testing.T
-	P *proxy.Proxier
+	t      *testing.T
+	P      *proxy.Proxier
+	Bridge *openflowtest.FakeBridge
 }
 
 // NewNode returns a node whose proxier serves IPv4 (and LB IPs when proxyLBIPs).
@@ -69,7 +70,8 @@ func NewNode(t *testing.T, proxyLBIPs bool) *Node {
 	opts := proxy.Options{NodeName: NodeName, ProxyLoadBalancerIPs: proxyLBIPs, Families: model.Families{IPv4: true},
 		GatewayOFPort: GatewayPort, GatewayIPv4: netip.MustParseAddr(ServiceVIP), Clock: clocktesting.NewFakeClock(Now())}
 	opts.Round = 1
-	p, err := proxy.New(opts, openflowtest.NewFakeBridge())
+	b := openflowtest.NewFakeBridge()
+	p, err := proxy.New(opts, b)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -78,7 +80,7 @@ func NewNode(t *testing.T, proxyLBIPs bool) *Node {
 		Spec:       v1.NodeSpec{PodCIDR: PodCIDR, PodCIDRs: []string{PodCIDR}},
 		Status:     v1.NodeStatus{Addresses: []v1.NodeAddress{{Type: v1.NodeInternalIP, Address: NodeIP}}},
 	})
-	return &Node{t: t, P: p}
+	return &Node{t: t, P: p, Bridge: b}
 }
 
 // Add gives the proxier Services and EndpointSlices.

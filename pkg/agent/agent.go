@@ -207,8 +207,12 @@ func Run(ctx context.Context, cfg *config.AgentConfig, client kubernetes.Interfa
 	}
 	defer c.OVSDB.Close()
 	apiOpts := apiserver.Options{Config: cfg, OVS: c.OVSDB, Livez: c.observers.health.LivezHandler()}
+	var tracer *traceSource
 	if cfg.AntreaProxy.Enabled() {
 		apiOpts.Services = c.Proxier
+		if tracer = newTraceSource(c.Proxier, c.DataPath); tracer != nil {
+			apiOpts.Trace = tracer
+		}
 	}
 	api, err := apiserver.Start(ctx, apiOpts)
 	if err != nil {
@@ -229,6 +233,7 @@ func Run(ctx context.Context, cfg *config.AgentConfig, client kubernetes.Interfa
 	if err := startDataPath(ctx, c, factory); err != nil {
 		return fmt.Errorf("starting the node data path: %w", err)
 	}
+	tracer.dataPathStarted()
 	// The data path's goroutines finish their shutdown work (the announcer hands its addresses
 	// over) before the process exits.
 	defer c.waitDataPath(cancel)

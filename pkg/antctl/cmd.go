@@ -71,7 +71,7 @@ func NewCommand(stdout, stderr io.Writer, now func() time.Time) *cobra.Command {
 			return fmt.Errorf("get needs a resource: one of servicemap, ovsflows, agentinfo")
 		}}
 	get.AddCommand(serviceMapCommand(g), ovsFlowsCommand(g), agentInfoCommand(g))
-	root.AddCommand(get, versionCommand(g))
+	root.AddCommand(get, traceCommand(g), versionCommand(g))
 	return root
 }
 

@@ -29,11 +29,19 @@ var now = apiservertest.SyncTime.Add(42 * time.Second)
 // startAgent serves src on a socket in a temp dir and returns the socket's path.
 func startAgent(t *testing.T, src apiserver.ServiceSource) string {
 	t.Helper()
+	return startAgentWith(t, apiserver.Options{Services: src})
+}
+
+// startAgentWith serves the agent API with opts (its Config made here) on a socket in a temp
+// dir and returns the socket's path.
+func startAgentWith(t *testing.T, opts apiserver.Options) string {
+	t.Helper()
 	cfg := &config.AgentConfig{}
 	cfg.DefaultsFrom(config.Env{Getenv: func(string) string { return "node-a" }})
 	cfg.APISocket = filepath.Join(t.TempDir(), "agent.sock")
+	opts.Config = cfg
 	ctx, cancel := context.WithCancel(context.Background())
-	s, err := apiserver.Start(ctx, apiserver.Options{Config: cfg, Services: src})
+	s, err := apiserver.Start(ctx, opts)
 	require.NoError(t, err)
 	t.Cleanup(func() { cancel(); s.Close() })
 	return cfg.APISocket

@@ -28,13 +28,13 @@ func row(tw io.Writer, cells ...string) {
 	fmt.Fprintln(tw, strings.Join(cells, "\t"))
 }
 
+// printJSON writes obj as indented JSON, with <, > and & as they are (flows and traces hold
+// "->" in set_field actions and NAT descriptions).
 func printJSON(w io.Writer, obj any) error {
-	b, err := json.MarshalIndent(obj, "", "    ")
-	if err != nil {
-		return err
-	}
-	_, err = w.Write(append(b, '\n'))
-	return err
+	enc := json.NewEncoder(w)
+	enc.SetEscapeHTML(false)
+	enc.SetIndent("", "    ")
+	return enc.Encode(obj)
 }
 
 func printYAML(w io.Writer, obj any) error {

@@ -30,6 +30,7 @@ type handlers struct {
 	services ServiceSource
 	ovs      OVSStatus
 	livez    http.Handler
+	tracer   TraceSource
 }
 
 func (h *handlers) mux() http.Handler {
@@ -38,6 +39,7 @@ func (h *handlers) mux() http.Handler {
 	m.HandleFunc(apiv1.PathOVSFlows, h.get(h.ovsFlows))
 	m.HandleFunc(apiv1.PathAgentInfo, h.get(h.agentInfo))
 	m.HandleFunc(apiv1.PathVersion, h.get(h.version))
+	m.HandleFunc(apiv1.PathTrace, h.get(h.trace))
 	ok := http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) {
 		w.Header().Set("Content-Type", "text/plain; charset=utf-8")
 		_, _ = w.Write([]byte("ok"))
@@ -53,7 +55,7 @@ func (h *handlers) mux() http.Handler {
 	}
 	m.HandleFunc("/", func(w http.ResponseWriter, r *http.Request) {
 		writeError(w, http.StatusNotFound, "path %q not found; the agent API serves %s", r.URL.Path,
-			strings.Join([]string{apiv1.PathServiceMap, apiv1.PathOVSFlows, apiv1.PathAgentInfo, apiv1.PathVersion, apiv1.PathHealthz, apiv1.PathLivez}, ", "))
+			strings.Join([]string{apiv1.PathServiceMap, apiv1.PathOVSFlows, apiv1.PathAgentInfo, apiv1.PathVersion, apiv1.PathTrace, apiv1.PathHealthz, apiv1.PathLivez}, ", "))
 	})
 	return m
 }

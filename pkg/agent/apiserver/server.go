@@ -34,6 +34,8 @@ type Options struct {
 	// Livez serves /livez (the kubelet's liveness probe, no token needed), e.g.
 	// healthcheck.ProxyHealth.LivezHandler(); nil answers 200 "ok" like /healthz.
 	Livez http.Handler
+	// Trace serves /v1/trace (antctl trace); nil answers 503.
+	Trace TraceSource
 }
 
 // Server is a running agent API.
@@ -53,7 +55,7 @@ func Start(ctx context.Context, opts Options) (*Server, error) {
 	if opts.Config == nil {
 		return nil, errors.New("agent API: no configuration given")
 	}
-	h := &handlers{cfg: opts.Config, services: opts.Services, ovs: opts.OVS, livez: opts.Livez}
+	h := &handlers{cfg: opts.Config, services: opts.Services, ovs: opts.OVS, livez: opts.Livez, tracer: limitTraces(opts.Trace)}
 	mux := h.mux()
 
 	s := &Server{}

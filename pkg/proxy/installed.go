@@ -1,0 +1,26 @@
+package proxy
+
+import (
+	of "github.com/antrea-proxy/antrea-proxy/pkg/ovs/openflow"
+)
+
+// InstalledState returns copies of every flow and group the proxier has installed (its base,
+// Service and endpoint flows, and every Service port's groups, second-level groups included),
+// from its own state: what Replay would install, without asking OVS (a dump of large groups
+// costs OVS and the agent far more). Flows learned by OVS for session affinity are not in it.
+// The flows' and groups' action lists are shared with the state and must not be modified.
+func (p *Proxier) InstalledState() ([]of.Flow, []of.Group) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	flows := make([]of.Flow, 0, len(p.state.flows))
+	for _, e := range p.state.flows {
+		flows = append(flows, *e.flow)
+	}
+	groups := make([]of.Group, 0, p.state.groupCount())
+	for _, gs := range p.state.groups {
+		for _, g := range gs {
+			groups = append(groups, *g)
+		}
+	}
+	return flows, groups
+}

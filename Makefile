@@ -62,9 +62,10 @@ bench: setup
 	$(GO) test ./pkg/ovs/openflow/ofctl -run '^$$' -bench . -benchtime 3x
 	$(GO) test ./pkg/proxy/... -run '^$$' -bench . -benchtime 3x
 
+# lint: gofmt, go vet and staticcheck (built from hack/tools/staticcheck) with every build tag set
+# of the suites (hack/lint.sh).
 lint:
-	@bad=$$(gofmt -l $$(git ls-files '*.go')); if [ -n "$$bad" ]; then echo "gofmt: $$bad"; exit 1; fi
-	$(GO) vet ./...
+	@bash hack/lint.sh
 
 generate:
 	$(GO) generate ./pkg/...

@@ -82,8 +82,8 @@ type countingSource struct {
 
 func (s *countingSource) Services() []proxy.ServiceStatus { s.reads++; return s.services }
 func (s *countingSource) NodePortAddresses() []netip.Addr { return nil }
-func (s *countingSource) SyncState() (time.Time, error, int) {
-	return time.Time{}, nil, 1
+func (s *countingSource) SyncState() (time.Time, int, error) {
+	return time.Time{}, 1, nil
 }
 func (s *countingSource) ServiceCIDRs() []netip.Prefix { return s.cidrs }
 func (s *countingSource) PortsGeneration() uint64      { return s.gen }

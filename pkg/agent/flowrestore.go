@@ -17,7 +17,7 @@ const flowRestorePoll = 100 * time.Millisecond
 // proxierStart is what the start-up wait needs of the proxier (proxy.Proxier): its syncs, and
 // the node-level flows every packet needs, installed without any Service.
 type proxierStart interface {
-	SyncState() (last time.Time, err error, syncs int)
+	SyncState() (last time.Time, syncs int, err error)
 	InstallBaseFlows(ctx context.Context) error
 }
 
@@ -49,7 +49,7 @@ func (g flowRestoreGate) run(ctx context.Context) {
 	for {
 		ready := g.proxier == nil
 		if !ready {
-			_, err, syncs := g.proxier.SyncState()
+			_, syncs, err := g.proxier.SyncState()
 			ready = syncs > 0
 			if !ready && g.clock.Since(start) >= g.timeout {
 				if !warned {

@@ -38,14 +38,14 @@ func (f *fakeSyncer) baseCalls() int {
 	return f.base
 }
 
-func (f *fakeSyncer) SyncState() (time.Time, error, int) {
+func (f *fakeSyncer) SyncState() (time.Time, int, error) {
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	syncs, err := f.syncs, f.err
 	f.mu.Unlock()
 	f.asked <- struct{}{}
 	f.mu.Lock()
-	return time.Time{}, err, syncs
+	return time.Time{}, syncs, err
 }
 
 func (f *fakeSyncer) set(syncs int, err error) {

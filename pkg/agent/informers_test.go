@@ -16,7 +16,7 @@ import (
 
 func managed() []metav1.ManagedFieldsEntry {
 	return []metav1.ManagedFieldsEntry{{Manager: "kubectl", Operation: metav1.ManagedFieldsOperationApply,
-		FieldsV1: &metav1.FieldsV1{Raw: []byte(`{"f:spec":{}}`)}}}
+		FieldsV1: metav1.NewFieldsV1(`{"f:spec":{}}`)}}
 }
 
 func ptr[T any](v T) *T { return &v }

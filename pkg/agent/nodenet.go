@@ -35,7 +35,7 @@ var virtualMAC = net.HardwareAddr{0xaa, 0xbb, 0xcc, 0xdd, 0xee, 0xff}
 type ServiceSource interface {
 	Services() []proxy.ServiceStatus
 	NodePortAddresses() []netip.Addr
-	SyncState() (last time.Time, err error, syncs int)
+	SyncState() (last time.Time, syncs int, err error)
 	// ServiceCIDRs are the cluster's ServiceCIDRs the proxier's flows use (none when the API
 	// is absent): the host routes each into OVS with one route.
 	ServiceCIDRs() []netip.Prefix
@@ -180,7 +180,7 @@ func (d *DataPath) Start(ctx context.Context, factory informers.SharedInformerFa
 	}
 	factory.Start(ctx.Done())
 	if !cache.WaitForCacheSync(ctx.Done(), inf.HasSynced) {
-		return fmt.Errorf("Node cache did not sync: %w", ctx.Err())
+		return fmt.Errorf("waiting for the Node cache: %w", ctx.Err())
 	}
 	local, err := d.waitForPodCIDRs(ctx, nodeInf.Lister().Get)
 	if err != nil {
@@ -219,7 +219,7 @@ func (d *DataPath) Start(ctx context.Context, factory informers.SharedInformerFa
 	case services == nil:
 		rec.SetExposure(nodenet.Exposure{}) // no proxier: nothing to expose
 	default:
-		if _, _, syncs := services.SyncState(); syncs > 0 {
+		if _, syncs, _ := services.SyncState(); syncs > 0 {
 			d.exposeFrom(services, false)
 		}
 	}

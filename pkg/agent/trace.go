@@ -48,7 +48,7 @@ func (t *traceSource) Trace(_ context.Context, req apiv1.TraceRequest) (apiv1.Tr
 	if !t.started.Load() || t.dp.CNIServer() == nil {
 		return apiv1.Trace{}, apiserver.TraceUnavailable(errors.New("the node data path has not started yet"))
 	}
-	if _, _, syncs := t.proxier.SyncState(); syncs == 0 {
+	if _, syncs, _ := t.proxier.SyncState(); syncs == 0 {
 		return apiv1.Trace{}, apiserver.TraceUnavailable(errors.New("the proxier has not installed its first sync yet"))
 	}
 	in, err := t.inputs()

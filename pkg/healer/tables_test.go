@@ -110,6 +110,7 @@ func (f *tableFixture) tick(t *testing.T, wantVerifies int) {
 	f.waitFor(t, "the verifies", func() bool { return f.j.count("verify proxier") >= wantVerifies })
 	// The check holds opMu from before it reads the statistics until it is done: wait for it.
 	f.h.opMu.Lock()
+	//lint:ignore SA2001 taking the lock is the wait: the check holds it until it is done
 	f.h.opMu.Unlock()
 	if got := f.j.count("verify proxier"); got != wantVerifies {
 		t.Fatalf("%d full checks, want %d; journal %q", got, wantVerifies, f.j.get())
@@ -217,6 +218,7 @@ func TestTableCheckOwnerCannotTellWaits(t *testing.T) {
 		return f.proxy.vcalls > vcalls
 	})
 	f.h.opMu.Lock()
+	//lint:ignore SA2001 taking the lock is the wait: the check holds it until it is done
 	f.h.opMu.Unlock()
 	f.proxy.tmu.Lock()
 	f.proxy.cannot = false

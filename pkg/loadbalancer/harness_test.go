@@ -163,11 +163,6 @@ func newHarnessWith(t *testing.T, pools []config.IPPool, mutate func(*Options), 
 	return h
 }
 
-func (h *harness) newController(pools []config.IPPool, rec record.EventRecorder) *Controller {
-	h.t.Helper()
-	return h.newControllerWith(pools, rec, nil)
-}
-
 func (h *harness) newControllerWith(pools []config.IPPool, rec record.EventRecorder, mutate func(*Options)) *Controller {
 	h.t.Helper()
 	ps, err := NewPools(pools)

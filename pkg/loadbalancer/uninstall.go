@@ -70,7 +70,7 @@ func cleanupPass(ctx context.Context, client kubernetes.Interface, class string)
 		if err := cleanupService(ctx, client, svc, class); err != nil {
 			remaining++
 			if firstErr == nil {
-				firstErr = fmt.Errorf("Service %s/%s: %w", svc.Namespace, svc.Name, err)
+				firstErr = fmt.Errorf("service %s/%s: %w", svc.Namespace, svc.Name, err)
 			}
 			continue
 		}

@@ -150,7 +150,7 @@ func TestRejectedBaseOpFailsTheSync(t *testing.T) {
 	if h.bridge.FlowCount() != 0 || len(h.p.Services()) != 0 {
 		t.Fatalf("a failed sync installed or recorded something:\n%s", h.bridge.Dump())
 	}
-	if _, err, _ := h.p.SyncState(); err == nil {
+	if _, _, err := h.p.SyncState(); err == nil {
 		t.Error("SyncState should report the error")
 	}
 }

@@ -171,10 +171,10 @@ func (p *Proxier) ServiceFlows(nn types.NamespacedName) ([]of.Flow, []of.Group) 
 }
 
 // SyncState reports the last successful sync time and the last error (nil after a success).
-func (p *Proxier) SyncState() (last time.Time, err error, syncs int) {
+func (p *Proxier) SyncState() (last time.Time, syncs int, err error) {
 	p.mu.Lock()
 	defer p.mu.Unlock()
-	return p.lastSync, p.syncErr, p.syncs
+	return p.lastSync, p.syncs, p.syncErr
 }
 
 // ServiceFlowsContain reports whether any installed Service flow or group renders with s (an

@@ -152,17 +152,9 @@ func callsOf(actions []k8stesting.Action) []call {
 // nameOf is the name of the object an action reads or writes ("" for lists and watches).
 func nameOf(a k8stesting.Action) string {
 	switch a := a.(type) {
-	case k8stesting.GetAction:
+	case k8stesting.GetAction: // gets, patches and deletes: they name their object
 		return a.GetName()
-	case k8stesting.PatchAction:
-		return a.GetName()
-	case k8stesting.DeleteAction:
-		return a.GetName()
-	case k8stesting.CreateAction:
-		if m, err := meta.Accessor(a.GetObject()); err == nil {
-			return m.GetName()
-		}
-	case k8stesting.UpdateAction:
+	case k8stesting.CreateAction: // creates and updates: the name is in the object
 		if m, err := meta.Accessor(a.GetObject()); err == nil {
 			return m.GetName()
 		}

@@ -78,8 +78,8 @@ func buildL4Proxy(t *testing.T) string {
 }
 
 func runProxier(t *testing.T, l *lab.Lab, proxyLBIPs bool, objs []k8sruntime.Object) (*proxy.Proxier, func()) {
-	p, err := proxy.New(proxy.Options{NodeName: nodeName, ProxyLoadBalancerIPs: proxyLBIPs,
-		MinSyncInterval: 100 * time.Millisecond, FullSyncPeriod: time.Minute}, l.OF, l.Rounds())
+	p, err := proxy.New(proxy.Options{NodeName: nodeName, Round: 1, ProxyLoadBalancerIPs: proxyLBIPs,
+		MinSyncInterval: 100 * time.Millisecond, FullSyncPeriod: time.Minute}, l.OF)
 	if err != nil {
 		t.Fatal(err)
 	}

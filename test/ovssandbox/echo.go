@@ -5,6 +5,7 @@ import (
 	"bytes"
 	"context"
 	"fmt"
+	"os"
 	"os/exec"
 	"path/filepath"
 	"runtime"
@@ -32,7 +33,7 @@ func BuildEcho(t testing.TB) *Echo {
 	bin := filepath.Join(dir, "echoserver")
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 	defer cancel()
-	cmd := exec.CommandContext(ctx, goTool(), "build", "-o", bin, ".")
+	cmd := exec.CommandContext(ctx, GoTool(), "build", "-o", bin, ".")
 	cmd.Dir = filepath.Join(filepath.Dir(self), "echoserver")
 	if out, err := cmd.CombinedOutput(); err != nil {
 		t.Fatalf("building echoserver: %v: %s", err, out)
@@ -40,12 +41,16 @@ func BuildEcho(t testing.TB) *Echo {
 	return &Echo{Path: bin}
 }
 
-// goTool finds the go command: in PATH, else the toolchain the test was built with.
-func goTool() string {
+// GoTool finds the go command: in PATH, else in $GOROOT/bin (go test sets GOROOT for the
+// tests it runs), else "go", which then fails with a clear error.
+func GoTool() string {
 	if p, err := exec.LookPath("go"); err == nil {
 		return p
 	}
-	return filepath.Join(runtime.GOROOT(), "bin", "go")
+	if root := os.Getenv("GOROOT"); root != "" {
+		return filepath.Join(root, "bin", "go")
+	}
+	return "go"
 }
 
 // EchoServer is a running echoserver.

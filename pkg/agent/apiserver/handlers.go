@@ -230,7 +230,7 @@ func (h *handlers) agentInfo(r *http.Request) (any, *apiError) {
 		}
 	}
 	if h.services != nil {
-		last, err, syncs := h.services.SyncState()
+		last, syncs, err := h.services.SyncState()
 		if !last.IsZero() {
 			info.Sync.LastSync = last.UTC().Format(time.RFC3339)
 		}

@@ -19,7 +19,7 @@ import (
 type ServiceSource interface {
 	Services() []proxy.ServiceStatus
 	ServiceFlows(nn types.NamespacedName) ([]of.Flow, []of.Group)
-	SyncState() (last time.Time, err error, syncs int)
+	SyncState() (last time.Time, syncs int, err error)
 	Round() uint16
 }
 

@@ -13,7 +13,6 @@ import (
 
 var (
 	v4   = []v1.IPFamily{v1.IPv4Protocol}
-	v6   = []v1.IPFamily{v1.IPv6Protocol}
 	dual = []v1.IPFamily{v1.IPv4Protocol, v1.IPv6Protocol}
 	ip   = netip.MustParseAddr
 	tcp  = func(port int32) PortKey { return PortKey{Protocol: v1.ProtocolTCP, Port: port} }

@@ -20,10 +20,9 @@ type fakeSwitch struct {
 	silent  bool   // do not answer echo requests
 	failBar bool   // answer barriers after the handshake with an error
 
-	mu       sync.Mutex
-	conn     net.Conn
-	received [][]byte
-	got      chan []byte // every message, as received
+	mu   sync.Mutex
+	conn net.Conn
+	got  chan []byte // every message, as received
 }
 
 func startSwitch(t *testing.T, configure func(*fakeSwitch)) *fakeSwitch {

@@ -133,7 +133,7 @@ func parseSetField(arg string) (Action, error) {
 		return SetEthSrc{MAC: mac}, err
 	case "ct_mark":
 		v, err := parseMasked32(val)
-		return SetCtMark{Value: v.Value, Mask: v.Mask}, err
+		return SetCtMark(v), err
 	}
 	if n, ok := strings.CutPrefix(field, "reg"); ok {
 		if r, err := strconv.ParseUint(n, 10, 8); err == nil && r <= 15 {

@@ -347,7 +347,7 @@ func FormatAction(a Action) string {
 	case SetReg:
 		return "set_field:" + formatMasked32(Masked32{a.Value, a.Mask}) + "->reg" + strconv.Itoa(int(a.Reg))
 	case SetCtMark:
-		return fmt.Sprintf("set_field:%s->ct_mark", formatMasked32(Masked32{a.Value, a.Mask}))
+		return fmt.Sprintf("set_field:%s->ct_mark", formatMasked32(Masked32(a)))
 	case SetEthDst:
 		return "set_field:" + a.MAC.String() + "->eth_dst"
 	case SetEthSrc:

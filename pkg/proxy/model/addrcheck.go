@@ -95,9 +95,9 @@ func (p AddrPolicy) Refuse(addr netip.Addr, kind AddrKind, clusterIPs []netip.Ad
 // refused (AddrPolicy) or another Service owns its tuple.
 const (
 	ReasonSkippedRefused Reason = "skipped: address refused"
-	reasonClaimedPrefix         = "skipped: claimed by "
+	reasonClaimedPrefix  Reason = "skipped: claimed by "
 )
 
 // ReasonSkippedClaimed is the decision reason of an LB ingress whose (address, protocol, port)
 // another Service owns: "skipped: claimed by <ns/name>".
-func ReasonSkippedClaimed(owner string) Reason { return Reason(reasonClaimedPrefix + owner) }
+func ReasonSkippedClaimed(owner string) Reason { return reasonClaimedPrefix + Reason(owner) }

@@ -24,10 +24,10 @@ func main() {
 	httpPort := flag.Int("http-port", 8081, "HTTP port; 0 disables HTTP")
 	listen := flag.String("listen", "0.0.0.0", "address to listen on")
 	flag.Parse()
-	if err := serve(*name, *listen, *port, *httpPort); err != nil {
-		fmt.Fprintf(os.Stderr, "echoserver: %v\n", err)
-		os.Exit(1)
-	}
+	// serve returns only when it fails.
+	err := serve(*name, *listen, *port, *httpPort)
+	fmt.Fprintf(os.Stderr, "echoserver: %v\n", err)
+	os.Exit(1)
 }
 
 func serve(name, host string, port, httpPort int) error {

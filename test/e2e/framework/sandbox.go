@@ -11,7 +11,6 @@ import (
 	"os/exec"
 	"os/signal"
 	"path/filepath"
-	"runtime"
 	"strconv"
 	"strings"
 	"sync"
@@ -373,10 +372,5 @@ func BuildBinaries(dir string) (*Binaries, error) {
 	return &Binaries{Dir: dir}, nil
 }
 
-// goTool finds the go command: in PATH, else the toolchain the test was built with.
-func goTool() string {
-	if p, err := exec.LookPath("go"); err == nil {
-		return p
-	}
-	return filepath.Join(runtime.GOROOT(), "bin", "go")
-}
+// goTool finds the go command (ovssandbox.GoTool).
+func goTool() string { return ovssandbox.GoTool() }

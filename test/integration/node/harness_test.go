@@ -8,7 +8,6 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
-	"runtime"
 	"strings"
 	"testing"
 	"time"
@@ -77,10 +76,7 @@ func (w *world) must(ns *ovssandbox.NetNS, args ...string) string {
 
 func buildPlugin(t *testing.T) string {
 	t.Helper()
-	goBin, err := exec.LookPath("go")
-	if err != nil {
-		goBin = filepath.Join(runtime.GOROOT(), "bin", "go")
-	}
+	goBin := ovssandbox.GoTool()
 	bin := filepath.Join(t.TempDir(), "antrea-cni")
 	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
 	defer cancel()

@@ -36,10 +36,10 @@ func main() {
 		fmt.Println(reply)
 		return
 	}
-	if err := serve(*name, net.JoinHostPort(*listen, strconv.Itoa(*port))); err != nil {
-		fmt.Fprintf(os.Stderr, "echoserver: %v\n", err)
-		os.Exit(1)
-	}
+	// serve returns only when it fails.
+	err := serve(*name, net.JoinHostPort(*listen, strconv.Itoa(*port)))
+	fmt.Fprintf(os.Stderr, "echoserver: %v\n", err)
+	os.Exit(1)
 }
 
 func serve(name, addr string) error {

@@ -50,7 +50,7 @@ func (f *FakeSource) ServiceFlows(nn types.NamespacedName) ([]of.Flow, []of.Grou
 }
 
 // SyncState implements apiserver.ServiceSource.
-func (f *FakeSource) SyncState() (time.Time, error, int) { return f.LastSync, f.SyncErr, f.Syncs }
+func (f *FakeSource) SyncState() (time.Time, int, error) { return f.LastSync, f.Syncs, f.SyncErr }
 
 // Round implements apiserver.ServiceSource.
 func (f *FakeSource) Round() uint16 { return f.FlowRnd }

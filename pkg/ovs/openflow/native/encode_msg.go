@@ -21,10 +21,14 @@ const (
 	bucketAll  uint32 = 0xffffffff
 	bucketLast uint32 = 0xfffffffe
 
-	defaultPriority    uint16 = 0x8000
-	flowModFixedLen           = 48 // header and fixed fields before the match
-	groupModFixedLen          = 24
-	bundleAddHeaderLen        = 16
+	defaultPriority uint16 = 0x8000
+)
+
+// Fixed lengths of the messages' parts.
+const (
+	flowModFixedLen    = 48 // header and fixed fields before the match
+	groupModFixedLen   = 24
+	bundleAddHeaderLen = 16
 )
 
 // appendFlowMod writes op (a flow op) as one OpenFlow 1.5 flow-mod with the given xid, exactly

@@ -268,11 +268,10 @@ func TestConntrackConnection(t *testing.T) {
 
 func TestConntrackInvalidICMP(t *testing.T) {
 	flows, groups := lbPipeline()
-	tr := mustTracer(t, flows, groups, Options{})
 	ns := Packet{InPort: 1, EthType: of.EthTypeIPv6, Proto: of.ProtoICMPv6, ICMPType: 135,
 		Src: netip.MustParseAddr("fe80::1"), Dst: netip.MustParseAddr("ff02::1:ff00:1")}
 	flows[0].Match.EthType = of.EthTypeAny
-	tr = mustTracer(t, flows, groups, Options{})
+	tr := mustTracer(t, flows, groups, Options{})
 	o := single(t, mustTrace(t, tr, ns, nil))
 	if o.Kind != Dropped || o.Packet.CtState != of.CtInv|of.CtTrk {
 		t.Errorf("neighbour solicitation: want +inv+trk and dropped, got %v", o)

@@ -132,6 +132,9 @@ type AntreaProxyConfig struct {
 	// Services of this class or without a class, as the controller serves both. Default
 	// "antrea-proxy.io/lb".
 	LoadBalancerClass string `json:"loadBalancerClass"`
+	// RateLimits bounds the reject responder and session affinity (see RateLimitConfig);
+	// omitted means all defaults, which its accessor WithDefaults applies.
+	RateLimits RateLimitConfig `json:"rateLimits,omitzero"`
 }
 
 // Off disables a bind address.

@@ -119,6 +119,7 @@ func (p *AntreaProxyConfig) validate(path string) []error {
 	if err := validateLoadBalancerClass(path+".loadBalancerClass", p.LoadBalancerClass); err != nil {
 		errs = append(errs, err)
 	}
+	errs = append(errs, p.RateLimits.validate(path+".rateLimits")...)
 	return errs
 }
 

@@ -20,6 +20,7 @@ import (
 	"github.com/antrea-proxy/antrea-proxy/pkg/ovs/openflow/ofctl"
 	"github.com/antrea-proxy/antrea-proxy/pkg/ovs/ovsdb"
 	"github.com/antrea-proxy/antrea-proxy/pkg/proxy"
+	"github.com/antrea-proxy/antrea-proxy/pkg/proxy/metrics"
 	"github.com/antrea-proxy/antrea-proxy/pkg/proxy/observe"
 )
 
@@ -36,6 +37,8 @@ type Components struct {
 	DataPath *DataPath
 	// observers watch the proxier's syncs (metrics, health checks).
 	observers *observers
+	// rejectLimits installs the reject meters and groups; nil when they could not be.
+	rejectLimits *rejectLimits
 }
 
 // Setup connects to OVS, ensures the bridge and builds the proxier. events receives the
@@ -73,7 +76,10 @@ func Setup(ctx context.Context, cfg *config.AgentConfig, events proxy.EventSink)
 		return nil, err
 	}
 	opts.Events = events
+	limits := setupRateLimits(ctx, cfg, db, of, &opts)
 	obs := newObservers(cfg, &opts)
+	obs.metrics.Registry().MustRegister(newRateLimitCollector(metrics.Namespace, of, opts.RejectMeters, opts.Round,
+		cfg.AntreaProxy.RateLimits.WithDefaults()))
 	opts.Observer = append(opts.Observer.(observe.Observers), newStartupRelease())
 	if dp != nil {
 		opts.Observer = append(opts.Observer.(observe.Observers), dp)
@@ -83,15 +89,16 @@ func Setup(ctx context.Context, cfg *config.AgentConfig, events proxy.EventSink)
 		db.Close()
 		return nil, err
 	}
-	return &Components{OVSDB: db, Bridge: of, nativeOF: nativeOF, Proxier: p, DataPath: dp, observers: obs}, nil
+	return &Components{OVSDB: db, Bridge: of, nativeOF: nativeOF, Proxier: p, DataPath: dp, observers: obs, rejectLimits: limits}, nil
 }
 
 // flowBridge is what the agent's components need of the OpenFlow backend: Apply and dumps
-// (the proxier, the gateway, the CNI server), counts (the healer) and conntrack flushes (the
-// proxier). Both backends implement it.
+// (the proxier, the gateway, the CNI server), counts (the healer), conntrack flushes (the
+// proxier), meters and statistics (the rate limits). Both backends implement it.
 type flowBridge interface {
 	openflow.Bridge
 	openflow.FlowCounter
+	rateLimitBridge
 	FlushConntrack(ctx context.Context, zone uint16, orig, reply openflow.CtTuple) error
 }
 

@@ -58,6 +58,9 @@ func (c *Components) startSelfHealing(ctx context.Context, cfg *config.AgentConf
 		resets, conn = mon.Resets(), mon
 	}
 	var owners []healer.Owner
+	if c.rejectLimits != nil {
+		owners = append(owners, c.rejectLimits) // before any flow that uses its meters and groups
+	}
 	if d := c.DataPath; d != nil {
 		owners = append(owners, gatewayOwner{d})
 		if cni := d.CNIServer(); cni != nil {

@@ -59,8 +59,11 @@ func (o *observers) start(ctx context.Context, cfg *config.AgentConfig) {
 
 	// New connections to a Service port without endpoints reach the reject responder through the
 	// bridge's management socket; it answers with a TCP reset or an ICMP unreachable.
+	l := cfg.AntreaProxy.RateLimits.WithDefaults()
 	r := reject.New(reject.Config{Accept: reject.FromFlows(pipeline.TableServiceLB,
-		pipeline.Cookie(0, pipeline.CategoryService, 0), pipeline.CategoryMask)})
+		pipeline.Cookie(0, pipeline.CategoryService, 0), pipeline.CategoryMask),
+		Rate: float64(l.RejectRate), Burst: l.RejectBurst, SourceRate: float64(l.RejectSourceRate), SourceBurst: l.RejectSourceBurst,
+		Sources: l.RejectSources})
 	o.metrics.Registry().MustRegister(r.Collector(metrics.Namespace))
 	mgmt := "unix:" + filepath.Join(cfg.OVSRunDir, cfg.OVSBridge+".mgmt")
 	go r.Run(ctx, reject.DialOpenFlow(mgmt, ofconn.Options{}))

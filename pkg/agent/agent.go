@@ -37,7 +37,7 @@ type Components struct {
 	DataPath *DataPath
 	// observers watch the proxier's syncs (metrics, health checks).
 	observers *observers
-	// rejectLimits installs the reject meters and groups; nil when they could not be.
+	// rejectLimits installs the reject meters; nil when they could not be.
 	rejectLimits *rejectLimits
 }
 

@@ -8,9 +8,11 @@ import (
 
 	"github.com/antrea-proxy/antrea-proxy/pkg/config"
 	"github.com/antrea-proxy/antrea-proxy/pkg/healer"
+	"github.com/antrea-proxy/antrea-proxy/pkg/ovs/ofconn"
 	"github.com/antrea-proxy/antrea-proxy/pkg/ovs/openflow"
 	"github.com/antrea-proxy/antrea-proxy/pkg/pipeline"
 	"github.com/antrea-proxy/antrea-proxy/pkg/proxy"
+	"github.com/antrea-proxy/antrea-proxy/pkg/proxy/reject"
 )
 
 // affinityTableMargin is how many flows of its own the agent may hold in the SessionAffinity
@@ -18,10 +20,9 @@ import (
 // antreaProxy.rateLimits.affinityFlowsTotal: the table's OVS flow limit is their sum.
 const affinityTableMargin = 4
 
-// rateLimitBridge is what the rate limits need of the OpenFlow backend: meters, group ops,
-// and the statistics their metrics read. Both backends implement it.
+// rateLimitBridge is what the rate limits need of the OpenFlow backend: meters and the
+// statistics their metrics read. Both backends implement it.
 type rateLimitBridge interface {
-	openflow.Bridge
 	openflow.Meters
 	openflow.TableCounter
 	openflow.AggregateReader
@@ -32,10 +33,10 @@ type flowTableLimiter interface {
 	EnsureFlowTableLimit(ctx context.Context, bridge string, table, limit int) error
 }
 
-// rejectLimits is the healer.Owner of the reject meters and groups (pipeline.RejectLimit):
-// the flows that reject use the groups, whose buckets use the meters, so they are installed
-// before any proxier flow and replayed first after ovs-vswitchd restarts (meters and groups
-// are lost with it; OVS refuses a flow whose meter does not exist).
+// rejectLimits is the healer.Owner of the reject meters (pipeline.RejectLimit): the
+// proxier's RejectMeter flows use them, so they are installed before any proxier flow and
+// replayed first after ovs-vswitchd restarts (meters are lost with it, and OVS refuses a flow
+// whose meter does not exist).
 type rejectLimits struct {
 	b     rateLimitBridge
 	limit pipeline.RejectLimit
@@ -56,28 +57,20 @@ func (r *rejectLimits) Verify(ctx context.Context, _ openflow.FlowCounter) (bool
 	return true, nil
 }
 
-// Replay implements healer.Owner: the meters, then the groups of both families.
+// Replay implements healer.Owner: every meter, added or modified.
 func (r *rejectLimits) Replay(ctx context.Context) error {
 	for _, m := range r.limit.MeterList() {
 		if err := r.b.SetMeter(ctx, m); err != nil {
-			return err
-		}
-	}
-	for _, g := range r.limit.Groups(pipeline.NodeConfig{IPv4: true, IPv6: true}) {
-		// Modify when it exists (replacing it would delete the flows that use it), else add.
-		if err := r.b.Apply(ctx, []openflow.Op{{Kind: openflow.ModifyGroup, Group: g}}); err != nil {
-			if err := r.b.Apply(ctx, []openflow.Op{{Kind: openflow.AddGroup, Group: g}}); err != nil {
-				return fmt.Errorf("reject group %d: %w", g.ID, err)
-			}
+			return fmt.Errorf("reject meter %d: %w", m.ID, err)
 		}
 	}
 	return nil
 }
 
 // setupRateLimits applies antreaProxy.rateLimits before the proxier's first sync: the reject
-// meters and groups, the per-Service affinity bound (a pipeline option), and the node bound as
-// the SessionAffinity table's flow limit. When the meters or groups cannot be installed (a
-// datapath without meters) rejected packets go to the responder unmetered, and the returned
+// meters, the per-Service affinity bound (a pipeline option), and the node bound as
+// the SessionAffinity table's flow limit. When the meters cannot be installed (a datapath
+// without meters) rejected packets go to the responder unmetered, and the returned
 // owner is nil; its rate limits in the agent still hold.
 func setupRateLimits(ctx context.Context, cfg *config.AgentConfig, db flowTableLimiter, b rateLimitBridge, opts *proxy.Options) *rejectLimits {
 	l := cfg.AntreaProxy.RateLimits.WithDefaults()
@@ -95,4 +88,12 @@ func setupRateLimits(ctx context.Context, cfg *config.AgentConfig, db flowTableL
 	klog.InfoS("Reject meters installed", "meters", r.limit.Meters, "rate", r.limit.Rate, "burst", r.limit.Burst,
 		"affinityFlowsPerService", l.AffinityFlowsPerService, "affinityFlowsTotal", l.AffinityFlowsTotal)
 	return r
+}
+
+// rejectAccept selects the packet-ins of the reject flows: those of ServiceLB's Service flows
+// (unmetered) and those of RejectMeter (metered).
+func rejectAccept() func(*ofconn.PacketIn) bool {
+	lb := reject.FromFlows(pipeline.TableServiceLB, pipeline.Cookie(0, pipeline.CategoryService, 0), pipeline.CategoryMask)
+	metered := reject.FromFlows(pipeline.TableRejectMeter, pipeline.Cookie(0, pipeline.CategoryBase, 0), pipeline.CategoryMask)
+	return func(pi *ofconn.PacketIn) bool { return lb(pi) || metered(pi) }
 }

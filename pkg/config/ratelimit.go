@@ -36,9 +36,9 @@ type RateLimitConfig struct {
 	RejectMeterRate int `json:"rejectMeterRate,omitempty"`
 	// RejectMeterBurst is how many packets may pass at once above RejectMeterRate. Default 500.
 	RejectMeterBurst int `json:"rejectMeterBurst,omitempty"`
-	// RejectMeters is how many meters share RejectMeterRate and RejectMeterBurst evenly; a
-	// client address hashes to one of them, so a flooding client uses up only its meter's
-	// share. Default 16, at most 256.
+	// RejectMeters is how many meters share RejectMeterRate and RejectMeterBurst evenly, a
+	// power of two; the low bits of a client's address choose its meter, so a flooding client
+	// uses up only its meter's share. Default 16, at most 256.
 	RejectMeters int `json:"rejectMeters,omitempty"`
 	// RejectRate and RejectBurst bound the replies the responder sends, in total, per second
 	// and at once. Defaults 1000 and 500.
@@ -105,6 +105,9 @@ func (r RateLimitConfig) validate(path string) []error {
 		if f.v <= 0 || f.v > f.max {
 			errs = append(errs, fieldErr(path+"."+f.key, "must be in [1, %d], got %d", f.max, f.v))
 		}
+	}
+	if r.RejectMeters > 0 && r.RejectMeters&(r.RejectMeters-1) != 0 {
+		errs = append(errs, fieldErr(path+".rejectMeters", "%d is not a power of two", r.RejectMeters))
 	}
 	if r.RejectMeters > 0 && r.RejectMeterRate > 0 && r.RejectMeterRate < r.RejectMeters {
 		errs = append(errs, fieldErr(path+".rejectMeterRate", "%d is below rejectMeters (%d): every meter needs at least 1 packet per second",

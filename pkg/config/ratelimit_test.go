@@ -25,11 +25,12 @@ func TestRateLimitValidateReportsEveryProblem(t *testing.T) {
 	}
 	all := strings.Join(msgs, "\n")
 	for _, want := range []string{"rateLimits.rejectMeterRate: must be in [1, 10000000], got -1", "rateLimits.rejectMeters: must be in [1, 256], got 300",
-		"rateLimits.rejectSourceRate: 2000 exceeds rejectRate (10)", "rateLimits.affinityFlowsPerService: 20 exceeds affinityFlowsTotal (10)"} {
+		"rateLimits.rejectSourceRate: 2000 exceeds rejectRate (10)", "rateLimits.rejectMeters: 300 is not a power of two", "rateLimits.affinityFlowsPerService: 20 exceeds affinityFlowsTotal (10)"} {
 		require.Contains(t, all, want)
 	}
-	require.Len(t, errs, 4, all)
+	require.Len(t, errs, 5, all)
 	require.Contains(t, RateLimitConfig{RejectMeterRate: 10, RejectMeters: 16}.validate("r")[0].Error(), "below rejectMeters")
+	require.Contains(t, RateLimitConfig{RejectMeters: 12}.validate("r")[0].Error(), "rejectMeters: 12 is not a power of two")
 }
 
 func TestRateLimitParse(t *testing.T) {

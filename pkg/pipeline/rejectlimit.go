@@ -1,39 +1,73 @@
 package pipeline
 
 import (
-	"slices"
+	"net/netip"
 
 	of "github.com/antrea-proxy/antrea-proxy/pkg/ovs/openflow"
 )
 
-// The reject groups and meters. Packets sent to the reject responder pass a select group that
-// hashes the client address into one of NodeConfig.RejectMeters buckets; each bucket applies
-// its own meter, then sends the packet to the controller. A client flooding closed ports uses
-// up one meter's share of the rate: clients hashed to the other meters are still refused.
+// The reject meters. A flow that rejects copies the low bits of the client address into
+// RegRejectShard and resubmits to RejectMeter, where one flow per shard sends the packet
+// through its own meter, then to the reject responder. NodeConfig.RejectMeters meters (a
+// power of two) share the rate, so a client flooding closed ports uses up its shard's share
+// only: clients of the other shards are still refused. (Open vSwitch 3.1 accepts a meter in a
+// group bucket but does not apply it, so the shards are flows.)
 const (
-	// RejectGroupIPv4 and RejectGroupIPv6 are the reject groups, above the IDs the proxier
-	// hands out to Service ports (which count up from 1); the proxier never deletes them
-	// (IsReservedGroup).
-	RejectGroupIPv4 uint32 = 0xfffff000
-	RejectGroupIPv6 uint32 = 0xfffff001
 	// FirstRejectMeter is the ID of the first reject meter; the others follow.
 	FirstRejectMeter uint32 = 1
+	// MaxRejectMeters bounds NodeConfig.RejectMeters.
+	MaxRejectMeters = 256
 )
 
-// IsReservedGroup reports whether id is a group the agent installs for the pipeline rather
-// than a Service port's.
-func IsReservedGroup(id uint32) bool { return id == RejectGroupIPv4 || id == RejectGroupIPv6 }
-
-// RejectActions are the actions of a flow that rejects a new connection: RejectAction, through
-// the family's reject group when n.RejectMeters is set.
+// RejectActions are the actions of a flow that rejects a new connection: RejectAction, or,
+// with n.RejectMeters, the copy of the client address's shard and the resubmit to RejectMeter.
 func RejectActions(n NodeConfig, ipv6 bool) []of.Action {
 	if n.RejectMeters == 0 {
 		return []of.Action{RejectAction()}
 	}
+	src := "NXM_OF_IP_SRC"
 	if ipv6 {
-		return []of.Action{of.GroupAction{ID: RejectGroupIPv6}}
+		src = "NXM_NX_IPV6_SRC"
 	}
-	return []of.Action{of.GroupAction{ID: RejectGroupIPv4}}
+	top := uint16(shardBits(n.RejectMeters) - 1)
+	return []of.Action{
+		of.Move{Src: of.Subfield{Field: src, Start: 0, End: top}, Dst: of.Subfield{Field: "NXM_NX_REG5", Start: 0, End: top}},
+		of.Resubmit{Table: TableRejectMeter},
+	}
+}
+
+// shardBits is log2 of meters (a power of two, at least 2 so that the move has a bit).
+func shardBits(meters uint32) int {
+	bits := 1
+	for 1<<bits < meters {
+		bits++
+	}
+	return bits
+}
+
+// rejectMeterFlows are RejectMeter's flows: per family and shard, the shard's meter, then the
+// responder.
+func rejectMeterFlows(n NodeConfig) []of.Flow {
+	if n.RejectMeters == 0 {
+		return nil
+	}
+	c := Cookie(n.Round, CategoryBase, 0)
+	mask := uint32(1)<<shardBits(n.RejectMeters) - 1
+	var flows []of.Flow
+	for _, f := range []struct {
+		on  bool
+		eth of.EthType
+	}{{n.IPv4, of.EthTypeIP}, {n.IPv6, of.EthTypeIPv6}} {
+		if !f.on {
+			continue
+		}
+		for k := uint32(0); k <= mask; k++ {
+			flows = append(flows, of.Flow{Table: TableRejectMeter, Priority: PriorityNormal, Cookie: c,
+				Match:   of.Match{EthType: f.eth, Regs: []of.RegMatch{{Reg: RegRejectShard, Value: k, Mask: mask}}},
+				Actions: []of.Action{of.MeterAction{ID: FirstRejectMeter + k%n.RejectMeters}, RejectAction()}})
+		}
+	}
+	return flows
 }
 
 // RejectLimit is the OVS side of the reject rate limit: Rate packets per second to the
@@ -53,24 +87,13 @@ func (l RejectLimit) MeterList() []of.Meter {
 	return out
 }
 
-// Groups returns the reject groups of the families n serves: select groups hashing the source
-// address, one bucket per meter (meter, then RejectAction).
-func (l RejectLimit) Groups(n NodeConfig) []*of.Group {
-	var out []*of.Group
-	for _, f := range []struct {
-		on    bool
-		id    uint32
-		field string
-	}{{n.IPv4, RejectGroupIPv4, "ip_src"}, {n.IPv6, RejectGroupIPv6, "ipv6_src"}} {
-		if !f.on || l.Meters == 0 {
-			continue
-		}
-		g := &of.Group{ID: f.id, Type: of.GroupTypeSelect, HashFields: []string{f.field}, Buckets: make([]of.Bucket, l.Meters)}
-		for i := range g.Buckets {
-			g.Buckets[i] = of.Bucket{ID: uint32(i), Weight: 100,
-				Actions: []of.Action{of.MeterAction{ID: FirstRejectMeter + uint32(i)}, RejectAction()}}
-		}
-		out = append(out, g)
+// RejectShard returns the reject meter (FirstRejectMeter + shard) a client address uses with
+// meters meters: its low bits.
+func RejectShard(src netip.Addr, meters uint32) uint32 {
+	if meters == 0 {
+		return 0
 	}
-	return slices.Clip(out)
+	b := src.AsSlice()
+	low := uint32(b[len(b)-2])<<8 | uint32(b[len(b)-1])
+	return FirstRejectMeter + low&(1<<shardBits(meters)-1)%meters
 }

@@ -42,7 +42,7 @@ func scanEarlierRuns(ctx context.Context, b of.Bridge, round uint16) (earlierRun
 		for _, f := range flows {
 			rounds[rc{pipeline.CookieRound(f.Cookie), cat}] = true
 			for _, a := range f.Actions {
-				if g, ok := a.(of.GroupAction); ok && !pipeline.IsReservedGroup(g.ID) {
+				if g, ok := a.(of.GroupAction); ok {
 					groups[g.ID] = true
 				}
 			}

@@ -6,11 +6,14 @@ import (
 	"fmt"
 	"net"
 	"net/netip"
+	"strings"
 	"sync/atomic"
 	"syscall"
 	"testing"
 	"time"
 
+	"github.com/prometheus/client_golang/prometheus"
+	"github.com/prometheus/client_golang/prometheus/testutil"
 	"github.com/stretchr/testify/require"
 
 	"github.com/antrea-proxy/antrea-proxy/pkg/config"
@@ -203,4 +206,12 @@ func TestIntegrationRejectFloodIsMeteredAndFair(t *testing.T) {
 	require.Greater(t, in, uint64(1000), "the flood reached OVS")
 	require.LessOrEqual(t, st.Received, bound, "the meters bound the packet-ins")
 	require.Greater(t, dropped, in/2, "most of the flood is dropped in OVS")
+
+	reg := prometheus.NewRegistry()
+	reg.MustRegister(newRateLimitCollector("antrea_proxy", rl.b, rl.opts.RejectMeters, 1, config.RateLimitConfig{}.WithDefaults()))
+	require.NoError(t, testutil.GatherAndCompare(reg, strings.NewReader(fmt.Sprintf(`# HELP antrea_proxy_reject_meter_packets_total Packets that entered the OVS meters in front of the reject responder, by result (passed or dropped).
+# TYPE antrea_proxy_reject_meter_packets_total counter
+antrea_proxy_reject_meter_packets_total{result="dropped"} %d
+antrea_proxy_reject_meter_packets_total{result="passed"} %d
+`, dropped, in-dropped)), "antrea_proxy_reject_meter_packets_total"))
 }

@@ -37,13 +37,13 @@ type rateLimitCollector struct {
 
 func newRateLimitCollector(ns string, b rateLimitBridge, meters uint32, round uint16, l config.RateLimitConfig) *rateLimitCollector {
 	return &rateLimitCollector{b: b, meters: meters, round: round, perService: l.AffinityFlowsPerService, total: l.AffinityFlowsTotal,
-		meterPackets: prometheus.NewDesc(prometheus.BuildFQName(ns, "reject_meter_packets_total", ""),
+		meterPackets: prometheus.NewDesc(prometheus.BuildFQName(ns, "", "reject_meter_packets_total"),
 			"Packets that entered the OVS meters in front of the reject responder, by result (passed or dropped).", []string{"result"}, nil),
-		learned: prometheus.NewDesc(prometheus.BuildFQName(ns, "affinity_learned_flows", ""),
+		learned: prometheus.NewDesc(prometheus.BuildFQName(ns, "", "affinity_learned_flows"),
 			"Session affinity flows learned in OVS.", nil, nil),
-		refused: prometheus.NewDesc(prometheus.BuildFQName(ns, "affinity_learn_refused_packets_total", ""),
+		refused: prometheus.NewDesc(prometheus.BuildFQName(ns, "", "affinity_learn_refused_packets_total"),
 			"Packets whose session affinity learn the per-Service bound refused (load-balanced without affinity).", nil, nil),
-		limit: prometheus.NewDesc(prometheus.BuildFQName(ns, "affinity_flow_limit", ""),
+		limit: prometheus.NewDesc(prometheus.BuildFQName(ns, "", "affinity_flow_limit"),
 			"Bounds of the learned session affinity flows, per Service port and family (service) and of the node (node).", []string{"scope"}, nil),
 	}
 }

@@ -47,6 +47,7 @@ func defaultAgentConfig() *config.AgentConfig {
 			HealthzBindAddress:   config.DefaultHealthzBindAddress,
 			MetricsBindAddress:   config.DefaultMetricsBindAddress,
 			LoadBalancerClass:    config.DefaultLoadBalancerClass,
+			RateLimits:           config.RateLimitConfig{}.WithDefaults(),
 		},
 	}
 }
@@ -66,6 +67,8 @@ antreaProxy:
   fullSyncPeriod: 1m
   healthzBindAddress: "0.0.0.0:10266"
   metricsBindAddress: "off"
+  rateLimits: {rejectMeterRate: 640, rejectMeterBurst: 64, rejectMeters: 64, rejectRate: 300, rejectBurst: 30,
+    rejectSourceRate: 20, rejectSourceBurst: 5, rejectSources: 512, affinityFlowsPerService: 50, affinityFlowsTotal: 500}
 ovs:
   bridge: br-test
   datapathType: netdev
@@ -104,6 +107,8 @@ func TestAgentConfParsesStrictly(t *testing.T) {
 			HealthzBindAddress:   "0.0.0.0:10266",
 			MetricsBindAddress:   "off",
 			LoadBalancerClass:    "example.com/lb",
+			RateLimits: config.RateLimitConfig{RejectMeterRate: 640, RejectMeterBurst: 64, RejectMeters: 64, RejectRate: 300, RejectBurst: 30,
+				RejectSourceRate: 20, RejectSourceBurst: 5, RejectSources: 512, AffinityFlowsPerService: 50, AffinityFlowsTotal: 500},
 		},
 	}
 	for _, tc := range []struct {

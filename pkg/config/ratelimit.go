@@ -4,16 +4,16 @@ package config
 const (
 	// DefaultRejectMeterRate and DefaultRejectMeterBurst are what OVS lets through to the
 	// reject responder, packets per second, in total over DefaultRejectMeters meters.
-	DefaultRejectMeterRate  = 1000
-	DefaultRejectMeterBurst = 500
+	DefaultRejectMeterRate  = 4000
+	DefaultRejectMeterBurst = 2000
 	DefaultRejectMeters     = 16
 	// DefaultRejectRate and DefaultRejectBurst bound the responder's replies in total;
 	// DefaultRejectSourceRate and DefaultRejectSourceBurst those to one client address, over
 	// DefaultRejectSources per-client buckets.
 	DefaultRejectRate        = 1000
 	DefaultRejectBurst       = 500
-	DefaultRejectSourceRate  = 100
-	DefaultRejectSourceBurst = 50
+	DefaultRejectSourceRate  = 250
+	DefaultRejectSourceBurst = 125
 	DefaultRejectSources     = 4096
 	// DefaultAffinityFlowsPerService bounds the session affinity flows one Service port
 	// learns per IP family; DefaultAffinityFlowsTotal those of the node.
@@ -32,9 +32,9 @@ const (
 // of ClusterIPs) and of session affinity. Zero (or omitted) means the default.
 type RateLimitConfig struct {
 	// RejectMeterRate is how many packets per second OVS sends to the reject responder at most
-	// (OpenFlow meters; what exceeds it is dropped in OVS). Default 1000.
+	// (OpenFlow meters; what exceeds it is dropped in OVS). Default 4000.
 	RejectMeterRate int `json:"rejectMeterRate,omitempty"`
-	// RejectMeterBurst is how many packets may pass at once above RejectMeterRate. Default 500.
+	// RejectMeterBurst is how many packets may pass at once above RejectMeterRate. Default 2000.
 	RejectMeterBurst int `json:"rejectMeterBurst,omitempty"`
 	// RejectMeters is how many meters share RejectMeterRate and RejectMeterBurst evenly, a
 	// power of two; the low bits of a client's address choose its meter, so a flooding client
@@ -45,7 +45,7 @@ type RateLimitConfig struct {
 	RejectRate  int `json:"rejectRate,omitempty"`
 	RejectBurst int `json:"rejectBurst,omitempty"`
 	// RejectSourceRate and RejectSourceBurst bound the replies to one client address.
-	// Defaults 100 and 50.
+	// Defaults 250 and 125.
 	RejectSourceRate  int `json:"rejectSourceRate,omitempty"`
 	RejectSourceBurst int `json:"rejectSourceBurst,omitempty"`
 	// RejectSources is the number of per-client buckets (clients hashing to the same one share

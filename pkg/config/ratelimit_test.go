@@ -9,8 +9,8 @@ import (
 
 func TestRateLimitDefaults(t *testing.T) {
 	got := RateLimitConfig{RejectSources: 64}.WithDefaults()
-	require.Equal(t, RateLimitConfig{RejectMeterRate: 1000, RejectMeterBurst: 500, RejectMeters: 16, RejectRate: 1000, RejectBurst: 500,
-		RejectSourceRate: 100, RejectSourceBurst: 50, RejectSources: 64, AffinityFlowsPerService: 10000, AffinityFlowsTotal: 100000}, got)
+	require.Equal(t, RateLimitConfig{RejectMeterRate: 4000, RejectMeterBurst: 2000, RejectMeters: 16, RejectRate: 1000, RejectBurst: 500,
+		RejectSourceRate: 250, RejectSourceBurst: 125, RejectSources: 64, AffinityFlowsPerService: 10000, AffinityFlowsTotal: 100000}, got)
 	require.Empty(t, RateLimitConfig{}.validate("r"))
 }
 

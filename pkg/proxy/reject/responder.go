@@ -57,8 +57,8 @@ type Config struct {
 const (
 	DefaultRate        = 1000
 	DefaultBurst       = 500
-	DefaultSourceRate  = 100
-	DefaultSourceBurst = 50
+	DefaultSourceRate  = 250
+	DefaultSourceBurst = 125
 	DefaultSources     = 4096
 )
 

@@ -15,11 +15,8 @@ import (
 
 	"github.com/antrea-proxy/antrea-proxy/pkg/config"
 	of "github.com/antrea-proxy/antrea-proxy/pkg/ovs/openflow"
-	"github.com/antrea-proxy/antrea-proxy/pkg/ovs/openflow/native"
 	"github.com/antrea-proxy/antrea-proxy/pkg/pipeline"
-	"github.com/antrea-proxy/antrea-proxy/pkg/proxy"
 	"github.com/antrea-proxy/antrea-proxy/pkg/proxy/model"
-	"github.com/antrea-proxy/antrea-proxy/test/lab"
 	"github.com/antrea-proxy/antrea-proxy/test/ovssandbox"
 )
 
@@ -56,13 +53,8 @@ func askUDP(t *testing.T, ns *ovssandbox.NetNS, src, addr string) bool {
 func TestIntegrationAffinityLearnBounds(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
 	defer cancel()
-	l := lab.New(t)
-	b := native.New(l.OVS.MgmtSocket(l.Bridge), l.OF)
-	t.Cleanup(b.Close)
 	rl := config.RateLimitConfig{AffinityFlowsPerService: 5, AffinityFlowsTotal: 6}
-	cfg := &config.AgentConfig{OVSBridge: l.Bridge, AntreaProxy: config.AntreaProxyConfig{RateLimits: rl}}
-	var opts proxy.Options
-	require.NotNil(t, setupRateLimits(ctx, cfg, l.DB, b, &opts))
+	l, b, _, opts := limitsLab(t, ctx, rl)
 	require.Equal(t, uint32(5), opts.AffinityFlowsPerService)
 
 	l.AddPod(t, "rlpod", "10.10.0.50", 8080)

@@ -35,6 +35,20 @@ func inNS(t *testing.T, ns *ovssandbox.NetNS, fn func() error) {
 	require.NoError(t, netutil.InNetNS("/var/run/netns/"+ns.Name, fn))
 }
 
+// limitsLab is a lab bridge, its native backend, and the rate limits rl set up on it as the
+// agent does (setupRateLimits), with the proxier options they produce.
+func limitsLab(t *testing.T, ctx context.Context, rl config.RateLimitConfig) (*lab.Lab, *native.Bridge, *rejectLimits, proxy.Options) {
+	t.Helper()
+	l := lab.New(t)
+	b := native.New(l.OVS.MgmtSocket(l.Bridge), l.OF)
+	t.Cleanup(b.Close)
+	cfg := &config.AgentConfig{OVSBridge: l.Bridge, AntreaProxy: config.AntreaProxyConfig{RateLimits: rl}}
+	var opts proxy.Options
+	limits := setupRateLimits(ctx, cfg, l.DB, b, &opts)
+	require.NotNil(t, limits, "the meters are installed")
+	return l, b, limits, opts
+}
+
 // rejectLab is a lab bridge with the rate limits of cfg set up as the agent does, the base
 // flows and a Service without endpoints (TCP 80 and UDP 53 on vip), and a reject responder.
 type rejectLab struct {
@@ -47,13 +61,9 @@ type rejectLab struct {
 
 func newRejectLab(t *testing.T, ctx context.Context, vip string, rl config.RateLimitConfig) *rejectLab {
 	t.Helper()
-	l := lab.New(t)
-	b := native.New(l.OVS.MgmtSocket(l.Bridge), l.OF)
-	t.Cleanup(b.Close)
-	cfg := &config.AgentConfig{OVSBridge: l.Bridge, AntreaProxy: config.AntreaProxyConfig{RateLimits: rl}}
-	rlab := &rejectLab{l: l, b: b}
-	rlab.limits = setupRateLimits(ctx, cfg, l.DB, b, &rlab.opts)
-	require.NotNil(t, rlab.limits, "the meters and groups are installed")
+	rlab := &rejectLab{}
+	rlab.l, rlab.b, rlab.limits, rlab.opts = limitsLab(t, ctx, rl)
+	l, b := rlab.l, rlab.b
 	n := pipeline.NodeConfig{Round: 1, IPv4: true, RejectMeters: rlab.opts.RejectMeters, AffinityFlowsPerService: rlab.opts.AffinityFlowsPerService}
 	var ops []of.Op
 	for _, f := range pipeline.BaseFlows(n) {

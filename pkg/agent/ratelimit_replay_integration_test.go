@@ -10,10 +10,7 @@ import (
 	"github.com/antrea-proxy/antrea-proxy/pkg/config"
 	"github.com/antrea-proxy/antrea-proxy/pkg/healer"
 	of "github.com/antrea-proxy/antrea-proxy/pkg/ovs/openflow"
-	"github.com/antrea-proxy/antrea-proxy/pkg/ovs/openflow/native"
 	"github.com/antrea-proxy/antrea-proxy/pkg/pipeline"
-	"github.com/antrea-proxy/antrea-proxy/pkg/proxy"
-	"github.com/antrea-proxy/antrea-proxy/test/lab"
 )
 
 // flowsOwner is a healer.Owner that replays a fixed set of flows, as the proxier replays its own.
@@ -39,14 +36,7 @@ func (o flowsOwner) Replay(ctx context.Context) error {
 func TestIntegrationRejectMetersReplayedFirst(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 	defer cancel()
-	l := lab.New(t)
-	b := native.New(l.OVS.MgmtSocket(l.Bridge), l.OF)
-	t.Cleanup(b.Close)
-	cfg := &config.AgentConfig{OVSBridge: l.Bridge, AntreaProxy: config.AntreaProxyConfig{
-		RateLimits: config.RateLimitConfig{RejectMeterRate: 80, RejectMeterBurst: 8, RejectMeters: 8}}}
-	var opts proxy.Options
-	limits := setupRateLimits(ctx, cfg, l.DB, b, &opts)
-	require.NotNil(t, limits)
+	l, b, limits, opts := limitsLab(t, ctx, config.RateLimitConfig{RejectMeterRate: 80, RejectMeterBurst: 8, RejectMeters: 8})
 	flows := pipeline.BaseFlows(pipeline.NodeConfig{Round: 1, IPv4: true, IPv6: true, RejectMeters: opts.RejectMeters})
 	owner := flowsOwner{b: b, flows: flows}
 	require.NoError(t, owner.Replay(ctx))

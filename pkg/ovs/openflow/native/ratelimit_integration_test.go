@@ -14,6 +14,7 @@ import (
 	"github.com/antrea-proxy/antrea-proxy/pkg/ovs/ofconn"
 	"github.com/antrea-proxy/antrea-proxy/pkg/ovs/openflow"
 	"github.com/antrea-proxy/antrea-proxy/pkg/ovs/openflow/ofctl"
+	"github.com/antrea-proxy/antrea-proxy/test/ovssandbox"
 )
 
 // udpFrame is an Ethernet/IPv4/UDP frame from src to 10.96.0.1:dport (checksums left zero:
@@ -43,19 +44,26 @@ func sendThroughPipeline(t *testing.T, c *ofconn.Conn, frames ...[]byte) {
 	}
 }
 
+// bothBackends starts OVS with a bridge and returns both backends on it.
+func bothBackends(t *testing.T) (*ovssandbox.Instance, string, *ofctl.Bridge, *Bridge) {
+	t.Helper()
+	o := startOVS(t)
+	br := addBridge(t, o)
+	oc := ofctl.New(o.MgmtSocket(br))
+	nb := New(o.MgmtSocket(br), oc)
+	t.Cleanup(nb.Close)
+	return o, br, oc, nb
+}
+
 // TestIntegrationMetersOnRealOVS programs meters through both backends on a userspace
 // bridge: add, then modify the same ID, read the statistics. A flood through a flow whose
 // first action is the meter reaches the controller at the meter's rate: every packet sent is
 // either a packet-in or a meter drop, and most are drops. A flow using a meter that does not
 // exist is refused.
 func TestIntegrationMetersOnRealOVS(t *testing.T) {
-	o := startOVS(t)
-	br := addBridge(t, o)
+	o, br, oc, nb := bothBackends(t)
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	defer cancel()
-	oc := ofctl.New(o.MgmtSocket(br))
-	nb := New(o.MgmtSocket(br), oc)
-	defer nb.Close()
 	for id, m := range map[uint32]openflow.Meters{1: nb, 2: oc} {
 		require.NoError(t, m.SetMeter(ctx, openflow.Meter{ID: id, Rate: 1000, Burst: 100}), "add meter %d", id)
 		require.NoError(t, m.SetMeter(ctx, openflow.Meter{ID: id, Rate: 10, Burst: 10}), "modify meter %d", id)
@@ -120,6 +128,41 @@ func TestIntegrationMetersOnRealOVS(t *testing.T) {
 	require.Equal(t, st.Dropped, ofctlStats.Dropped, "both backends read the same counters")
 }
 
+// TestIntegrationMeterInGroupBucketIsNotApplied pins why the reject meters are flows: Open
+// vSwitch 3.1 accepts a meter action in a group bucket but does not apply it (the packets reach
+// the controller unmetered, and the meter counts none of them).
+func TestIntegrationMeterInGroupBucketIsNotApplied(t *testing.T) {
+	o, br, _, nb := bothBackends(t)
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	require.NoError(t, nb.SetMeter(ctx, openflow.Meter{ID: 1, Rate: 1, Burst: 1}))
+	g := openflow.Group{ID: 5, Type: openflow.GroupTypeSelect, HashFields: []string{"ip_src"}, Buckets: []openflow.Bucket{
+		{ID: 0, Weight: 100, Actions: []openflow.Action{openflow.MeterAction{ID: 1}, openflow.Controller{MaxLen: 128}}}}}
+	require.NoError(t, nb.Apply(ctx, []openflow.Op{{Kind: openflow.AddGroup, Group: &g}, {Kind: openflow.AddFlow, Flow: &openflow.Flow{Priority: 10,
+		Match: openflow.Match{EthType: openflow.EthTypeIP, IPProto: openflow.ProtoUDP, TpDst: 1}, Actions: []openflow.Action{openflow.GroupAction{ID: 5}}}}}))
+	c, err := ofconn.Dial(ctx, o.MgmtSocket(br), ofconn.Options{PacketInQueue: 1024})
+	require.NoError(t, err)
+	defer c.Close()
+	const sent = 50
+	for i := range sent {
+		sendThroughPipeline(t, c, udpFrame(netip.AddrFrom4([4]byte{10, 10, 0, byte(i)}), 1))
+	}
+	got := 0
+	deadline := time.NewTimer(20 * time.Second)
+	defer deadline.Stop()
+	for got < sent {
+		select {
+		case <-c.PacketIns():
+			got++
+		case <-deadline.C:
+			t.Fatalf("%d of %d packets reached the controller", got, sent)
+		}
+	}
+	st, err := nb.MeterStats(ctx, 1)
+	require.NoError(t, err)
+	require.Zero(t, st.Packets, "the meter in the bucket saw no packet")
+}
+
 // learnFlow is a flow for UDP port dport whose learn action learns the source address into
 // table 3 with cookie, at most limit flows, writing its result to reg0[17].
 func learnFlow(dport uint16, cookie uint64, limit uint32) openflow.Flow {
@@ -137,13 +180,9 @@ func learnFlow(dport uint16, cookie uint64, limit uint32) openflow.Flow {
 // the limit cannot bound a table in total. The table's OVSDB flow_limit with
 // overflow_policy=refuse does, for learned flows too.
 func TestIntegrationLearnLimitOnRealOVS(t *testing.T) {
-	o := startOVS(t)
-	br := addBridge(t, o)
+	o, br, oc, nb := bothBackends(t)
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	defer cancel()
-	oc := ofctl.New(o.MgmtSocket(br))
-	nb := New(o.MgmtSocket(br), oc)
-	defer nb.Close()
 	a, b := learnFlow(2, 0xa, 5), learnFlow(3, 0xb, 5)
 	require.NoError(t, nb.Apply(ctx, []openflow.Op{{Kind: openflow.AddFlow, Flow: &a}, {Kind: openflow.AddFlow, Flow: &b}}))
 

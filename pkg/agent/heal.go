@@ -37,7 +37,8 @@ var (
 
 // startSelfHealing keeps an OpenFlow connection to the bridge open and runs the healer: when the
 // connection comes back after a loss (ovs-vswitchd restarted) every owner of flows replays what
-// it installed, in order (gateway, pods, Services), and then flow-restore-wait is cleared. Every
+// it installed, in order (the reject meters, gateway, pods, Services), and then
+// flow-restore-wait is cleared. Every
 // second one table statistics request is compared with what the owners installed per table
 // (OVS answers it from per-table counters, whatever the number of flows); only when the counts
 // moved, and every 10 minutes, is each owner's flow count checked against OVS, and a

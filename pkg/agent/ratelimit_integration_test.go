@@ -102,35 +102,14 @@ func (rl *rejectLab) meterTotals(t *testing.T, ctx context.Context) (in, dropped
 	return in, dropped
 }
 
-// udpFlood sends datagrams from ns to addr, perTick every 10 ms, until stop is closed,
-// counting them. (The flood is paced so that it loads the meters, not the test machine's
-// CPUs, which the userspace datapath shares with everything else.)
-func udpFlood(t *testing.T, ns *ovssandbox.NetNS, addr string, perTick int, stop <-chan struct{}, sent *atomic.Uint64) <-chan struct{} {
+// udpFlood floods addr from ns with UDP datagrams (ovssandbox.Flood).
+func udpFlood(t *testing.T, ns *ovssandbox.NetNS, addr string, perTick int, stop <-chan struct{}) (*atomic.Uint64, <-chan struct{}) {
 	t.Helper()
 	var c net.Conn
 	inNS(t, ns, func() (err error) { c, err = net.Dial("udp", addr); return err })
-	done := make(chan struct{})
-	go func() {
-		defer close(done)
-		defer c.Close()
-		tick := time.NewTicker(10 * time.Millisecond)
-		defer tick.Stop()
-		for {
-			select {
-			case <-stop:
-				return
-			case <-tick.C:
-			}
-			for range perTick {
-				if _, err := c.Write([]byte("flood")); err == nil {
-					sent.Add(1)
-				} else if !errors.Is(err, syscall.ECONNREFUSED) {
-					return
-				}
-			}
-		}
-	}()
-	return done
+	t.Cleanup(func() { _ = c.Close() })
+	sent, done := ovssandbox.Flood(c, perTick, stop)
+	return sent, done
 }
 
 // refusedFrom dials TCP addr from src in ns and reports how long the refusal took, or fails.
@@ -171,10 +150,9 @@ func TestIntegrationRejectFloodIsMeteredAndFair(t *testing.T) {
 	flooder := rl.l.AddHost(t, "rlflood", flooderIP)
 	other := rl.l.AddHost(t, "rlother", otherIP)
 
-	var sent atomic.Uint64
 	stop := make(chan struct{})
 	start := time.Now()
-	done := udpFlood(t, flooder.NS, vip+":53", 20, stop, &sent) // 2000 per second
+	sent, done := udpFlood(t, flooder.NS, vip+":53", 20, stop) // 2000 per second
 	var stopped bool
 	stopFlood := func() {
 		if !stopped {

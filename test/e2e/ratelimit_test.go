@@ -4,12 +4,9 @@ package e2e
 
 import (
 	"context"
-	"errors"
 	"net/netip"
 	"strconv"
 	"strings"
-	"sync/atomic"
-	"syscall"
 	"testing"
 	"time"
 
@@ -20,6 +17,7 @@ import (
 	"github.com/antrea-proxy/antrea-proxy/pkg/config"
 	"github.com/antrea-proxy/antrea-proxy/pkg/pipeline"
 	"github.com/antrea-proxy/antrea-proxy/test/e2e/framework"
+	"github.com/antrea-proxy/antrea-proxy/test/ovssandbox"
 )
 
 // sample returns the value of series (a metric name with its labels, as exposed) in a
@@ -67,27 +65,8 @@ func TestRateLimitsRejectFlood(t *testing.T) {
 	c, err := flooder.Dial(ctx, "udp", addr)
 	require.NoError(t, err)
 	defer c.Close()
-	var sent atomic.Uint64
-	stop, done := make(chan struct{}), make(chan struct{})
-	go func() {
-		defer close(done)
-		tick := time.NewTicker(10 * time.Millisecond)
-		defer tick.Stop()
-		for {
-			select {
-			case <-stop:
-				return
-			case <-tick.C:
-			}
-			for range 20 {
-				if _, err := c.Write([]byte("flood")); err == nil {
-					sent.Add(1)
-				} else if !errors.Is(err, syscall.ECONNREFUSED) {
-					return
-				}
-			}
-		}
-	}()
+	stop := make(chan struct{})
+	sent, done := ovssandbox.Flood(c, 20, stop) // 2,000 datagrams per second
 	start := time.Now()
 	tick := time.NewTicker(200 * time.Millisecond)
 	for range 10 {

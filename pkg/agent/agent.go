@@ -21,6 +21,7 @@ import (
 	"github.com/antrea-proxy/antrea-proxy/pkg/ovs/openflow/ofctl"
 	"github.com/antrea-proxy/antrea-proxy/pkg/ovs/ovsdb"
 	"github.com/antrea-proxy/antrea-proxy/pkg/proxy"
+	"github.com/antrea-proxy/antrea-proxy/pkg/proxy/metrics"
 	"github.com/antrea-proxy/antrea-proxy/pkg/proxy/observe"
 )
 
@@ -37,6 +38,8 @@ type Components struct {
 	DataPath *DataPath
 	// observers watch the proxier's syncs (metrics, health checks).
 	observers *observers
+	// rejectLimits installs the reject meters; nil when they could not be.
+	rejectLimits *rejectLimits
 }
 
 // Setup connects to OVS, ensures the bridge and builds the proxier. events receives the
@@ -74,7 +77,10 @@ func Setup(ctx context.Context, cfg *config.AgentConfig, events proxy.EventSink)
 		return nil, err
 	}
 	opts.Events = events
+	limits := setupRateLimits(ctx, cfg, db, of, &opts)
 	obs := newObservers(cfg, &opts)
+	obs.metrics.Registry().MustRegister(newRateLimitCollector(metrics.Namespace, of, opts.RejectMeters, opts.Round,
+		cfg.AntreaProxy.RateLimits.WithDefaults()))
 	opts.Observer = append(opts.Observer.(observe.Observers), newStartupRelease())
 	if dp != nil {
 		opts.Observer = append(opts.Observer.(observe.Observers), dp)
@@ -84,15 +90,16 @@ func Setup(ctx context.Context, cfg *config.AgentConfig, events proxy.EventSink)
 		db.Close()
 		return nil, err
 	}
-	return &Components{OVSDB: db, Bridge: of, nativeOF: nativeOF, Proxier: p, DataPath: dp, observers: obs}, nil
+	return &Components{OVSDB: db, Bridge: of, nativeOF: nativeOF, Proxier: p, DataPath: dp, observers: obs, rejectLimits: limits}, nil
 }
 
 // flowBridge is what the agent's components need of the OpenFlow backend: Apply and dumps
-// (the proxier, the gateway, the CNI server) and counts (the healer). Both backends implement
-// it.
+// (the proxier, the gateway, the CNI server), counts (the healer), meters and statistics (the
+// rate limits). Both backends implement it.
 type flowBridge interface {
 	openflow.Bridge
 	openflow.FlowCounter
+	rateLimitBridge
 }
 
 // newFlowBridge builds the configured OpenFlow backend. The native one delegates dumps and

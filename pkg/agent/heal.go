@@ -37,8 +37,9 @@ var (
 
 // startSelfHealing keeps an OpenFlow connection to the bridge open and runs the healer: when the
 // connection comes back after a loss (ovs-vswitchd restarted) every owner of flows replays what
-// it installed, in order (gateway, pods, Services), and then flow-restore-wait is cleared; the
-// Services' replay holds that up for at most antreaProxy.flowRestoreTimeout (boundedReplay). Every
+// it installed, in order (the reject meters, gateway, pods, Services), and then
+// flow-restore-wait is cleared; the Services' replay holds that up for at most
+// antreaProxy.flowRestoreTimeout (boundedReplay). Every
 // second one table statistics request is compared with what the owners installed per table
 // (OVS answers it from per-table counters, whatever the number of flows); only when the counts
 // moved, and every 10 minutes, is each owner's flow count checked against OVS, and a
@@ -59,6 +60,9 @@ func (c *Components) startSelfHealing(ctx context.Context, cfg *config.AgentConf
 		resets, conn = mon.Resets(), mon
 	}
 	var owners []healer.Owner
+	if c.rejectLimits != nil {
+		owners = append(owners, c.rejectLimits) // before any flow that uses its meters and groups
+	}
 	if d := c.DataPath; d != nil {
 		owners = append(owners, gatewayOwner{d})
 		if cni := d.CNIServer(); cni != nil {

@@ -9,7 +9,6 @@ import (
 	"github.com/antrea-proxy/antrea-proxy/pkg/config"
 	"github.com/antrea-proxy/antrea-proxy/pkg/httpserver"
 	"github.com/antrea-proxy/antrea-proxy/pkg/ovs/ofconn"
-	"github.com/antrea-proxy/antrea-proxy/pkg/pipeline"
 	"github.com/antrea-proxy/antrea-proxy/pkg/proxy"
 	"github.com/antrea-proxy/antrea-proxy/pkg/proxy/healthcheck"
 	"github.com/antrea-proxy/antrea-proxy/pkg/proxy/metrics"
@@ -65,8 +64,10 @@ func (o *observers) start(ctx context.Context, cfg *config.AgentConfig) {
 
 	// New connections to a Service port without endpoints reach the reject responder through the
 	// bridge's management socket; it answers with a TCP reset or an ICMP unreachable.
-	r := reject.New(reject.Config{Accept: reject.FromFlows(pipeline.TableServiceLB,
-		pipeline.Cookie(0, pipeline.CategoryService, 0), pipeline.CategoryMask)})
+	l := cfg.AntreaProxy.RateLimits.WithDefaults()
+	r := reject.New(reject.Config{Accept: rejectAccept(),
+		Rate: float64(l.RejectRate), Burst: l.RejectBurst, SourceRate: float64(l.RejectSourceRate), SourceBurst: l.RejectSourceBurst,
+		Sources: l.RejectSources})
 	o.metrics.Registry().MustRegister(r.Collector(metrics.Namespace))
 	mgmt := "unix:" + filepath.Join(cfg.OVSRunDir, cfg.OVSBridge+".mgmt")
 	go r.Run(ctx, reject.DialOpenFlow(mgmt, ofconn.Options{}))

@@ -140,6 +140,9 @@ type AntreaProxyConfig struct {
 	MaxFlowsPerService int      `json:"maxFlowsPerService"`
 	MaxFlows           int      `json:"maxFlows"`
 	FlowRestoreTimeout Duration `json:"flowRestoreTimeout"`
+	// RateLimits bounds the reject responder and session affinity (see RateLimitConfig);
+	// omitted means all defaults, which its accessor WithDefaults applies.
+	RateLimits RateLimitConfig `json:"rateLimits,omitzero"`
 }
 
 // Off disables a bind address.

@@ -123,6 +123,7 @@ func (p *AntreaProxyConfig) validate(path string) []error {
 		errs = append(errs, err)
 	}
 	errs = append(errs, p.validateBudget(path)...)
+	errs = append(errs, p.RateLimits.validate(path+".rateLimits")...)
 	return errs
 }
 

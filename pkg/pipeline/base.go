@@ -38,6 +38,15 @@ type NodeConfig struct {
 	// ExemptClusterIPs are the ClusterIPs of Services the proxier skips (skipServices, another
 	// proxy's label): their new connections continue as to any address, above that drop.
 	ExemptClusterIPs []netip.Addr
+	// RejectMeters is how many meters share the reject responder's rate in OVS (a power of
+	// two, at most MaxRejectMeters; see RejectActions); 0 sends rejected packets to the
+	// responder unmetered. The meters (RejectLimit) must exist before the flows: OVS refuses a
+	// flow whose meter does not exist.
+	RejectMeters uint32
+	// AffinityFlowsPerService bounds the session affinity flows one Service port learns in one
+	// family (the learn action's limit, which counts the learned flows with the port's
+	// affinity cookie); 0 leaves them unbounded.
+	AffinityFlowsPerService uint32
 }
 
 // family is one IP family's constants.
@@ -125,6 +134,8 @@ func BaseFlows(n NodeConfig) []of.Flow {
 		gotoFlow(TableServiceSNAT, c, TableL3Forwarding),
 		{Table: TableL3Forwarding, Priority: PriorityMiss, Cookie: c, Actions: []of.Action{of.Normal{}}},
 	}
+	flows = append(flows, affinityCountFlows(n)...)
+	flows = append(flows, rejectMeterFlows(n)...)
 	if n.GatewayOFPort != 0 {
 		flows = append(flows, of.Flow{Table: TableClassifier, Priority: PriorityNormal, Cookie: c,
 			Match: of.Match{InPort: n.GatewayOFPort},

@@ -133,7 +133,7 @@ func RejectAction() of.Controller { return of.Controller{MaxLen: RejectMaxLen} }
 // empty (a Local traffic policy on a node without endpoints).
 func (s *servicePort) noEndpoint() []of.Action {
 	if len(s.sets.cluster) == 0 && len(s.sets.local) == 0 {
-		return []of.Action{RejectAction()}
+		return RejectActions(s.n, s.fam == familyV6)
 	}
 	return []of.Action{of.Drop{}}
 }
@@ -191,7 +191,7 @@ func (s *servicePort) serviceLBFlows() []of.Flow {
 		if s.in.RejectOtherPorts {
 			flows = append(flows, of.Flow{Table: TableServiceLB, Priority: PriorityOtherPort, Cookie: s.cookie,
 				Match:   of.Match{EthType: s.fam.ethType, Dst: netip.PrefixFrom(ip, ip.BitLen()), CtState: &of.CtState{Set: of.CtNew | of.CtTrk}},
-				Actions: []of.Action{RejectAction()}})
+				Actions: RejectActions(s.n, s.fam == familyV6)})
 		}
 	}
 	for _, ip := range sp.ExternalIPs {
@@ -409,6 +409,12 @@ func (s *servicePort) endpointFlows() []of.Flow {
 // group gid: the learned flow (in SessionAffinity, keyed by client IP and Service address and
 // port) loads the endpoint for the client's next connections until it idles out. The learned
 // flows go away with this flow (delete_learned) when the endpoint leaves the Service.
+//
+// With NodeConfig.AffinityFlowsPerService the learn adds no flow while the port's affinity
+// cookie has that many learned flows in the family (the connection is still load-balanced, by
+// the group, without affinity); the learn writes its result to BitLearnOK and the flow
+// resubmits to its own table once more with BitLearnCounted, where affinityCountFlows
+// counts the refusals.
 func (s *servicePort) learnFlow(gid uint32, ep model.Endpoint) of.Flow {
 	m := s.endpointMatch(ep)
 	m.Regs = append(m.Regs, of.RegMatch{Reg: RegServiceGroup, Value: gid})
@@ -423,6 +429,7 @@ func (s *servicePort) learnFlow(gid uint32, ep model.Endpoint) of.Flow {
 	learn := of.Learn{
 		Table: TableSessionAffinity, Priority: PriorityNormal, IdleTimeout: s.timeout, DeleteLearned: true,
 		Cookie: Cookie(s.n.Round, CategoryAffinity, uint64(s.in.GroupID)), EthType: s.fam.ethType, IPProto: s.proto,
+		Limit: s.n.AffinityFlowsPerService,
 		Specs: []of.LearnSpec{
 			{Kind: of.LearnMatch, Dst: whole(srcF)},
 			{Kind: of.LearnMatch, Dst: whole(dstF)},
@@ -431,8 +438,14 @@ func (s *servicePort) learnFlow(gid uint32, ep model.Endpoint) of.Flow {
 			{Kind: of.LearnLoad, Src: portBits, Dst: portBits},
 		},
 	}
-	return of.Flow{Table: TableSessionAffinityLearn, Priority: PriorityNormal, Cookie: s.cookie, Match: m,
-		Actions: []of.Action{learn, of.Resubmit{Table: TableEndpointDNAT}}}
+	actions := []of.Action{learn, of.Resubmit{Table: TableEndpointDNAT}}
+	if learn.Limit != 0 {
+		learn.ResultDst = of.Subfield{Field: "NXM_NX_REG4", Start: bitLearnOK, End: bitLearnOK}
+		actions = []of.Action{learn,
+			of.SetReg{Reg: RegEndpointPort, Value: BitLearnCounted, Mask: BitLearnCounted},
+			of.Resubmit{Table: TableSessionAffinityLearn}, of.Resubmit{Table: TableEndpointDNAT}}
+	}
+	return of.Flow{Table: TableSessionAffinityLearn, Priority: PriorityNormal, Cookie: s.cookie, Match: m, Actions: actions}
 }
 
 // ipWords splits an address into the 32-bit register values that hold it, with their registers.

@@ -28,6 +28,10 @@ const (
 	// TableSessionAffinityLearn learns, for Services with session affinity, which endpoint a
 	// client got, then continues to EndpointDNAT.
 	TableSessionAffinityLearn uint8 = 17
+	// TableRejectMeter sends rejected new connections through the meter of their client
+	// address's shard (RegRejectShard) to the reject responder; only resubmitted to, and only
+	// with NodeConfig.RejectMeters.
+	TableRejectMeter uint8 = 18
 	// TableConntrackCommit commits new connections that no Service claimed, so that their
 	// replies are tracked as established rather than invalid; with nat(src) only those whose
 	// tuple a Service connection of this node has as its DNATed tuple, and new TCP connections
@@ -50,6 +54,7 @@ var TableNames = map[uint8]string{
 	TableServiceSNAT:          "ServiceSNAT",
 	TableConntrackCommit:      "ConntrackCommit",
 	TableSessionAffinityLearn: "SessionAffinityLearn",
+	TableRejectMeter:          "RejectMeter",
 	TableL3Forwarding:         "L3Forwarding",
 }
 
@@ -89,6 +94,9 @@ const (
 //	reg3        selected endpoint IPv4 address (session affinity only)
 //	reg4[0..15] selected endpoint port (session affinity only)
 //	reg4[16]    an endpoint has been selected (session affinity only)
+//	reg4[17]    the bounded learn added or refreshed its flow (BitLearnOK)
+//	reg4[18]    the counting pass of a bounded learn (BitLearnCounted)
+//	reg5        the shard (low bits of the client address) of a rejected packet's meter
 //	reg7        the group of the Service port being load-balanced (session affinity)
 //	xxreg3      selected endpoint IPv6 address (reg12..reg15; session affinity only)
 //
@@ -109,6 +117,7 @@ const (
 	RegEndpointIPv4 uint8 = 3
 	RegEndpointPort uint8 = 4
 	RegServiceGroup uint8 = 7
+	RegRejectShard  uint8 = 5
 	// RegEndpointIPv6First is the first of the four registers (reg12..reg15, xxreg3) that hold an
 	// IPv6 endpoint, most significant word first.
 	RegEndpointIPv6First uint8 = 12

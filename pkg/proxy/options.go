@@ -51,6 +51,10 @@ type Options struct {
 	// GatewayOFPort and the gateway addresses feed the pipeline (see pipeline.NodeConfig).
 	GatewayOFPort            uint32
 	GatewayIPv4, GatewayIPv6 netip.Addr
+	// RejectMeters and AffinityFlowsPerService feed the pipeline's rate limits (see
+	// pipeline.NodeConfig); 0 disables each. The agent creates the meters and the reject groups
+	// (pipeline.RejectLimit) before the first sync.
+	RejectMeters, AffinityFlowsPerService uint32
 	// MinSyncInterval and FullSyncPeriod drive the sync loop; 0 means the configuration's
 	// default (config.DefaultMinSyncInterval, config.DefaultFullSyncPeriod: one source).
 	MinSyncInterval time.Duration

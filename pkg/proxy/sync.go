@@ -38,6 +38,9 @@ func (p *Proxier) nodeConfig() pipeline.NodeConfig {
 		Zone:              nodeZone(p.syncNode),
 		ServiceCIDRs:      p.syncCIDRs,
 		ExemptClusterIPs:  p.exemptIPs(),
+
+		RejectMeters:            p.opts.RejectMeters,
+		AffinityFlowsPerService: p.opts.AffinityFlowsPerService,
 	}
 }
 

@@ -50,6 +50,7 @@ func defaultAgentConfig() *config.AgentConfig {
 			MaxFlowsPerService:   config.DefaultMaxFlowsPerService,
 			MaxFlows:             config.DefaultMaxFlows,
 			FlowRestoreTimeout:   config.Duration{Duration: config.DefaultFlowRestoreTimeout},
+			RateLimits:           config.RateLimitConfig{}.WithDefaults(),
 		},
 		Announcer: config.AnnouncerConfig{EnableLease: ptr(true), LeaseNamespace: Namespace,
 			LeaseDuration: config.Duration{Duration: 2 * time.Second}, RenewInterval: config.Duration{Duration: 500 * time.Millisecond},
@@ -75,6 +76,8 @@ antreaProxy:
   flowRestoreTimeout: 45s
   healthzBindAddress: "0.0.0.0:10266"
   metricsBindAddress: "off"
+  rateLimits: {rejectMeterRate: 640, rejectMeterBurst: 64, rejectMeters: 64, rejectRate: 300, rejectBurst: 30,
+    rejectSourceRate: 20, rejectSourceBurst: 5, rejectSources: 512, affinityFlowsPerService: 50, affinityFlowsTotal: 500}
 ovs:
   bridge: br-test
   datapathType: netdev
@@ -122,6 +125,8 @@ func TestAgentConfParsesStrictly(t *testing.T) {
 			MaxFlowsPerService:   20000,
 			MaxFlows:             300000,
 			FlowRestoreTimeout:   config.Duration{Duration: 45 * time.Second},
+			RateLimits: config.RateLimitConfig{RejectMeterRate: 640, RejectMeterBurst: 64, RejectMeters: 64, RejectRate: 300, RejectBurst: 30,
+				RejectSourceRate: 20, RejectSourceBurst: 5, RejectSources: 512, AffinityFlowsPerService: 50, AffinityFlowsTotal: 500},
 		},
 		Announcer: config.AnnouncerConfig{EnableLease: ptr(false), LeaseNamespace: Namespace,
 			LeaseDuration: config.Duration{Duration: 3 * time.Second}, RenewInterval: config.Duration{Duration: time.Second},

@@ -123,9 +123,16 @@ type Learn struct {
 	FinHardTimeout uint16
 	Cookie         uint64
 	DeleteLearned  bool
-	EthType        EthType
-	IPProto        IPProto
-	Specs          []LearnSpec
+	// Limit, when not 0, makes the action add no flow while the learned flow's table holds
+	// Limit flows or more with the learned flow's Cookie (NXAST_LEARN2, Open vSwitch 2.8+);
+	// refreshing a flow that exists is not limited.
+	Limit uint32
+	// ResultDst, when its Field is set, is a single bit the action sets to 1 when it added
+	// or refreshed its flow and to 0 when Limit kept it from adding one.
+	ResultDst Subfield
+	EthType   EthType
+	IPProto   IPProto
+	Specs     []LearnSpec
 }
 
 // Output sends the packet to an OpenFlow port.

@@ -1,6 +1,7 @@
 package openflow
 
 import (
+	"context"
 	"fmt"
 	"strconv"
 	"strings"
@@ -11,6 +12,12 @@ type AggregateStats struct {
 	PacketCount uint64
 	ByteCount   uint64
 	FlowCount   uint64
+}
+
+// AggregateReader reads aggregate flow statistics (OFPMP_AGGREGATE_FLOW): the flow, packet
+// and byte counts of the flows a filter selects (an exact cookie and mask select one flow).
+type AggregateReader interface {
+	AggregateStats(ctx context.Context, filter FlowFilter) (AggregateStats, error)
 }
 
 // ParseAggregateReply parses the output of `ovs-ofctl -O OpenFlow15 dump-aggregate`, e.g.

@@ -464,5 +464,6 @@ func canonicalLearn(l Learn) Learn {
 		specs = append(specs, s)
 	}
 	l.Specs = nilIfEmpty(specs)
+	l.ResultDst = canonicalSubfield(l.ResultDst)
 	return l
 }

@@ -15,7 +15,7 @@ func TestParseFlowDumpLenientSkipsForeignFlows(t *testing.T) {
  cookie=0x10, table=1, priority=7,reg1=0/0x1 actions=drop
  priority=50,ip actions=dec_ttl,goto_table:1
  priority=51,ip,nw_src=192.0.2.1 actions=note:01.02.03.00.00.00,output:1
- priority=52,ip,nw_src=192.0.2.2 actions=meter:1,output:1
+ priority=52,ip,nw_src=192.0.2.2 actions=mod_nw_tos:4,output:1
  priority=53,ip,nw_src=192.0.2.3 actions=set_field:0x5->tun_id,output:1
  priority=1,bogus_field=3 actions=drop
  actions=drop

@@ -80,6 +80,10 @@ func parseAction(tok string) (Action, error) {
 		var n uint16
 		n, err = parseUint16(arg)
 		a = Controller{MaxLen: n}
+	case "meter":
+		var id uint32
+		id, err = parseUint32(arg)
+		a = MeterAction{ID: id}
 	case "group":
 		var id uint32
 		id, err = parseUint32(arg)
@@ -386,6 +390,10 @@ func parseLearn(body, tok string) (Action, error) {
 			l.Priority, err = parseUint16(val)
 		case key == "cookie":
 			l.Cookie, err = parseUint(val, 64)
+		case key == "limit":
+			l.Limit, err = parseUint32(val)
+		case key == "result_dst":
+			l.ResultDst, err = parseSubfield(val)
 		case t == "delete_learned":
 			l.DeleteLearned = true
 		default:

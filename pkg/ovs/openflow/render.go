@@ -369,6 +369,8 @@ func FormatAction(a Action) string {
 		return "drop"
 	case Controller:
 		return formatController(a)
+	case MeterAction:
+		return "meter:" + strconv.FormatUint(uint64(a.ID), 10)
 	}
 	panic(fmt.Sprintf("openflow: unknown action type %T", a))
 }
@@ -456,6 +458,12 @@ func formatLearn(l Learn) string {
 	}
 	if l.Cookie != 0 {
 		p = append(p, fmt.Sprintf("cookie=%#x", l.Cookie))
+	}
+	if l.Limit != 0 {
+		p = append(p, fmt.Sprintf("limit=%d", l.Limit))
+	}
+	if l.ResultDst.Field != "" {
+		p = append(p, "result_dst="+FormatSubfield(l.ResultDst))
 	}
 	if l.EthType != EthTypeAny {
 		p = append(p, fmt.Sprintf("eth_type=%#x", uint16(l.EthType)))

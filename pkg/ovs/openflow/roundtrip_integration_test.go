@@ -65,6 +65,12 @@ func ovsCorpusFlows() []of.Flow {
 				{Kind: of.LearnMatch, Dst: whole("NXM_OF_ETH_SRC")},
 				{Kind: of.LearnMatchValue, Dst: whole("NXM_OF_IN_PORT"), Value: 4},
 			}}}},
+		{Table: 1, Priority: 167, Match: of.Match{EthType: ip, IPProto: of.ProtoUDP}, Actions: []of.Action{of.Learn{
+			Table: 9, IdleTimeout: 10, Cookie: 0x77, Limit: 64, ResultDst: bitsOf("NXM_NX_REG0", 17, 17), EthType: ip, IPProto: of.ProtoUDP,
+			Specs: []of.LearnSpec{{Kind: of.LearnMatch, Dst: whole("NXM_OF_IP_SRC")}}},
+			of.Learn{Table: 9, Limit: 3, EthType: ip, Specs: []of.LearnSpec{{Kind: of.LearnMatch, Dst: whole("NXM_OF_IP_DST")}}}}},
+		{Table: 1, Priority: 166, Match: of.Match{EthType: ip, IPProto: of.ProtoSCTP},
+			Actions: []of.Action{of.MeterAction{ID: 3}, of.Controller{MaxLen: 128}}},
 		{Table: 1, Priority: 168, Match: of.Match{EthType: ip6, IPProto: of.ProtoTCP}, Actions: []of.Action{of.Learn{
 			Table: 9, Priority: 0, EthType: ip6, IPProto: of.ProtoTCP, Specs: []of.LearnSpec{
 				{Kind: of.LearnMatch, Dst: whole("NXM_NX_IPV6_SRC"), Src: whole("NXM_NX_IPV6_SRC")},
@@ -236,6 +242,9 @@ func TestRoundTripRealOVS(t *testing.T) {
 	require.NoError(t, err)
 	require.NoError(t, o.WaitForBridge(br))
 
+	// The corpus's meter action needs its meter.
+	_, err = o.Ofctl("add-meter", br, of.FormatMeter(of.Meter{ID: 3, Rate: 10, Burst: 5}))
+	require.NoError(t, err)
 	flows, groups := ovsCorpusFlows(), ovsCorpusGroups()
 	var bundle strings.Builder
 	for i := range groups {

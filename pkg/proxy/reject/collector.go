@@ -3,8 +3,8 @@ package reject
 import "github.com/prometheus/client_golang/prometheus"
 
 // Collector exports the responder's counters as <namespace>_reject_packets_total, one series per
-// result: replied, rate_limited (a refusal the rate limit swallowed: the client times out
-// instead of being refused), no_reply (nothing to answer, or malformed), ignored (not a reject
+// result: replied, rate_limited (a refusal the global rate limit swallowed: the client times
+// out instead of being refused), source_limited (one the client's own share swallowed), no_reply (nothing to answer, or malformed), ignored (not a reject
 // flow's packet-in) and send_failed. They are read at each scrape.
 func (r *Responder) Collector(namespace string) prometheus.Collector {
 	return &collector{r: r, desc: prometheus.NewDesc(prometheus.BuildFQName(namespace, "reject", "packets_total"),
@@ -23,7 +23,7 @@ func (c *collector) Collect(ch chan<- prometheus.Metric) {
 	for _, v := range []struct {
 		result string
 		n      uint64
-	}{{"replied", s.Replied}, {"rate_limited", s.RateLimited}, {"no_reply", s.NoReply}, {"ignored", s.Ignored}, {"send_failed", s.SendFailed}} {
+	}{{"replied", s.Replied}, {"rate_limited", s.RateLimited}, {"source_limited", s.SourceLimited}, {"no_reply", s.NoReply}, {"ignored", s.Ignored}, {"send_failed", s.SendFailed}} {
 		ch <- prometheus.MustNewConstMetric(c.desc, prometheus.CounterValue, float64(v.n), v.result)
 	}
 }

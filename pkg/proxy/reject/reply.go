@@ -1,9 +1,11 @@
 package reject
 
 import (
+	"encoding/binary"
 	"errors"
 	"fmt"
 	"net"
+	"net/netip"
 
 	"github.com/google/gopacket"
 	"github.com/google/gopacket/layers"
@@ -204,4 +206,25 @@ func serialize(ls ...gopacket.SerializableLayer) ([]byte, error) {
 		return nil, fmt.Errorf("serializing reject reply: %w", err)
 	}
 	return buf.Bytes(), nil
+}
+
+// sourceOf returns the IP source address of frame, an Ethernet frame BuildReply accepted
+// (IPv4 or IPv6 right after the Ethernet header); the zero Addr when it has none.
+func sourceOf(frame []byte) netip.Addr {
+	const ethLen = 14
+	if len(frame) < ethLen {
+		return netip.Addr{}
+	}
+	ip := frame[ethLen:]
+	switch layers.EthernetType(binary.BigEndian.Uint16(frame[12:])) {
+	case layers.EthernetTypeIPv4:
+		if len(ip) >= 20 {
+			return netip.AddrFrom4([4]byte(ip[12:16]))
+		}
+	case layers.EthernetTypeIPv6:
+		if len(ip) >= 40 {
+			return netip.AddrFrom16([16]byte(ip[8:24]))
+		}
+	}
+	return netip.Addr{}
 }

@@ -1,6 +1,7 @@
 package reject
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
@@ -32,31 +33,55 @@ type Config struct {
 	// Accept selects the packet-ins to answer; others are ignored. Default: every packet-in
 	// with reason action.
 	Accept func(*ofconn.PacketIn) bool
-	// Rate is how many replies per second the responder sends at most, on average. Default
-	// 1000: every Service port without endpoints and every undefined port of every ClusterIP
-	// shares it, so one client's refusals must not starve another's.
+	// Rate is how many replies per second the responder sends at most, on average, to every
+	// client together. Default DefaultRate: every Service port without endpoints and every
+	// undefined port of every ClusterIP shares it.
 	Rate float64
-	// Burst is how many replies may go out at once above Rate. Default 500.
+	// Burst is how many replies may go out at once above Rate. Default DefaultBurst.
 	Burst int
+	// SourceRate is how many replies per second one client address gets at most, on average,
+	// so that one client flooding cannot use up the others' refusals. Default
+	// DefaultSourceRate.
+	SourceRate float64
+	// SourceBurst is how many replies one client address may get at once above SourceRate.
+	// Default DefaultSourceBurst.
+	SourceBurst int
+	// Sources is the number of per-client buckets (a fixed table: clients hashing to the same
+	// slot share one). Default DefaultSources.
+	Sources int
 	// Now is the clock, for tests. Default time.Now.
 	Now func() time.Time
 }
+
+// Defaults of Config.
+const (
+	DefaultRate        = 1000
+	DefaultBurst       = 500
+	DefaultSourceRate  = 250
+	DefaultSourceBurst = 125
+	DefaultSources     = 4096
+)
 
 // Stats counts what a Responder did with the packet-ins it saw.
 type Stats struct {
 	Received    uint64
 	Ignored     uint64 // not accepted by Config.Accept
 	NoReply     uint64 // not a packet to answer, or malformed
-	RateLimited uint64
-	Replied     uint64
-	SendFailed  uint64
+	RateLimited uint64 // the global Rate was used up
+	// SourceLimited counts refusals not sent because the client's own share (SourceRate) was
+	// used up.
+	SourceLimited uint64
+	Replied       uint64
+	SendFailed    uint64
 }
 
 // Responder answers packet-ins for Services without endpoints. It is safe for concurrent use.
 type Responder struct {
 	accept  func(*ofconn.PacketIn) bool
-	limiter *tokenBucket
-	stats   struct{ received, ignored, noReply, rateLimited, replied, sendFailed atomic.Uint64 }
+	limiter *fairLimiter
+	stats   struct {
+		received, ignored, noReply, rateLimited, sourceLimited, replied, sendFailed atomic.Uint64
+	}
 }
 
 // New builds a Responder.
@@ -64,23 +89,23 @@ func New(cfg Config) *Responder {
 	if cfg.Accept == nil {
 		cfg.Accept = func(pi *ofconn.PacketIn) bool { return pi.Reason == ofconn.ReasonAction }
 	}
-	if cfg.Rate <= 0 {
-		cfg.Rate = 1000
-	}
-	if cfg.Burst <= 0 {
-		cfg.Burst = 500
-	}
+	cfg.Rate = cmp.Or(max(cfg.Rate, 0), DefaultRate)
+	cfg.Burst = cmp.Or(max(cfg.Burst, 0), DefaultBurst)
+	cfg.SourceRate = cmp.Or(max(cfg.SourceRate, 0), DefaultSourceRate)
+	cfg.SourceBurst = cmp.Or(max(cfg.SourceBurst, 0), DefaultSourceBurst)
+	cfg.Sources = cmp.Or(max(cfg.Sources, 0), DefaultSources)
 	if cfg.Now == nil {
 		cfg.Now = time.Now
 	}
-	return &Responder{accept: cfg.Accept, limiter: newTokenBucket(cfg.Rate, cfg.Burst, cfg.Now)}
+	return &Responder{accept: cfg.Accept,
+		limiter: newFairLimiter(cfg.Rate, cfg.Burst, cfg.SourceRate, cfg.SourceBurst, cfg.Sources, cfg.Now)}
 }
 
 // Stats returns the counters.
 func (r *Responder) Stats() Stats {
 	s := &r.stats
 	return Stats{Received: s.received.Load(), Ignored: s.ignored.Load(), NoReply: s.noReply.Load(),
-		RateLimited: s.rateLimited.Load(), Replied: s.replied.Load(), SendFailed: s.sendFailed.Load()}
+		RateLimited: s.rateLimited.Load(), SourceLimited: s.sourceLimited.Load(), Replied: s.replied.Load(), SendFailed: s.sendFailed.Load()}
 }
 
 // Handle answers one packet-in on conn and says what it sent.
@@ -99,7 +124,11 @@ func (r *Responder) Handle(conn PacketConn, pi *ofconn.PacketIn) (Kind, error) {
 		r.stats.noReply.Add(1)
 		return KindNone, err
 	}
-	if !r.limiter.allow() {
+	switch r.limiter.allow(sourceOf(pi.Data)) {
+	case limitSource:
+		r.stats.sourceLimited.Add(1)
+		return KindNone, errSourceLimited
+	case limitGlobal:
 		r.stats.rateLimited.Add(1)
 		return KindNone, errRateLimited
 	}
@@ -111,7 +140,10 @@ func (r *Responder) Handle(conn PacketConn, pi *ofconn.PacketIn) (Kind, error) {
 	return kind, nil
 }
 
-var errRateLimited = errors.New("reply rate limit reached")
+var (
+	errRateLimited   = errors.New("reply rate limit reached")
+	errSourceLimited = errors.New("reply rate limit of the client address reached")
+)
 
 // Serve answers the packet-ins of conn until ctx ends or the connection closes its
 // PacketIns channel.
@@ -126,7 +158,7 @@ func (r *Responder) Serve(ctx context.Context, conn PacketConn) {
 			}
 			kind, err := r.Handle(conn, pi)
 			switch {
-			case errors.Is(err, ErrNoReply), errors.Is(err, errRateLimited):
+			case errors.Is(err, ErrNoReply), errors.Is(err, errRateLimited), errors.Is(err, errSourceLimited):
 				klog.V(4).InfoS("Not rejecting packet", "inPort", pi.InPort, "table", pi.TableID, "reason", err)
 			case err != nil:
 				klog.ErrorS(err, "Failed to reject a connection to a Service without endpoints", "inPort", pi.InPort)

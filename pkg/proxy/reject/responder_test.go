@@ -218,6 +218,7 @@ antrea_proxy_reject_packets_total{result="no_reply"} 0
 antrea_proxy_reject_packets_total{result="rate_limited"} 3
 antrea_proxy_reject_packets_total{result="replied"} 2
 antrea_proxy_reject_packets_total{result="send_failed"} 0
+antrea_proxy_reject_packets_total{result="source_limited"} 0
 `
 	require.NoError(t, testutil.GatherAndCompare(reg, strings.NewReader(want)))
 	_, _ = r.Handle(c, synPacketIn(t, 3))

@@ -58,6 +58,10 @@ antreaProxy:
   flowRestoreTimeout: {{ $p.flowRestoreTimeout | quote }}
   healthzBindAddress: {{ $p.healthzBindAddress | quote }}
   metricsBindAddress: {{ $p.metricsBindAddress | quote }}
+  rateLimits:
+    {{- range $k, $v := $p.rateLimits }}
+    {{ $k }}: {{ int64 $v }}
+    {{- end }}
   # The class antrea-controller serves: the agent announces only its Services' addresses.
   loadBalancerClass: {{ .Values.controller.loadBalancerClass | quote }}
 announcer:

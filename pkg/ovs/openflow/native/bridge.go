@@ -28,11 +28,12 @@ const (
 	flushBytes = 256 << 10
 )
 
-// Delegate serves what the native connection does not: flow dumps and counts (multipart
-// replies) and conntrack flushes. *ofctl.Bridge implements it.
+// Delegate serves what the native connection does not: flow dumps, counts and aggregate
+// statistics (multipart replies) and conntrack flushes. *ofctl.Bridge implements it.
 type Delegate interface {
 	DumpFlows(ctx context.Context, filter openflow.FlowFilter) ([]openflow.Flow, error)
 	CountFlows(ctx context.Context, filter openflow.FlowFilter) (int, error)
+	AggregateStats(ctx context.Context, filter openflow.FlowFilter) (openflow.AggregateStats, error)
 	FlushConntrack(ctx context.Context, zone uint16, orig, reply openflow.CtTuple) error
 }
 
@@ -250,6 +251,14 @@ func (b *Bridge) CountFlows(ctx context.Context, filter openflow.FlowFilter) (in
 		return 0, errors.New("native openflow bridge: no delegate for flow counts")
 	}
 	return b.delegate.CountFlows(ctx, filter)
+}
+
+// AggregateStats returns the delegate's aggregate statistics.
+func (b *Bridge) AggregateStats(ctx context.Context, filter openflow.FlowFilter) (openflow.AggregateStats, error) {
+	if b.delegate == nil {
+		return openflow.AggregateStats{}, errors.New("native openflow bridge: no delegate for aggregate statistics")
+	}
+	return b.delegate.AggregateStats(ctx, filter)
 }
 
 // FlushConntrack asks the delegate to flush conntrack entries.

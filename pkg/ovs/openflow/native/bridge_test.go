@@ -284,7 +284,10 @@ func TestDelegateServesDumpsAndCounts(t *testing.T) {
 	_, err = b.DumpFlows(context.Background(), openflow.FlowFilter{})
 	require.NoError(t, err)
 	require.NoError(t, b.FlushConntrack(context.Background(), 1, openflow.CtTuple{}, openflow.CtTuple{}))
-	require.Equal(t, 3, d.calls)
+	st, err := b.AggregateStats(context.Background(), openflow.FlowFilter{})
+	require.NoError(t, err)
+	require.Equal(t, uint64(42), st.FlowCount)
+	require.Equal(t, 4, d.calls)
 }
 
 type countingDelegate struct{ n, calls int }
@@ -296,6 +299,10 @@ func (d *countingDelegate) DumpFlows(context.Context, openflow.FlowFilter) ([]op
 func (d *countingDelegate) CountFlows(context.Context, openflow.FlowFilter) (int, error) {
 	d.calls++
 	return d.n, nil
+}
+func (d *countingDelegate) AggregateStats(context.Context, openflow.FlowFilter) (openflow.AggregateStats, error) {
+	d.calls++
+	return openflow.AggregateStats{FlowCount: uint64(d.n)}, nil
 }
 func (d *countingDelegate) FlushConntrack(context.Context, uint16, openflow.CtTuple, openflow.CtTuple) error {
 	d.calls++

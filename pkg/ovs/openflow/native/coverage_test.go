@@ -59,7 +59,16 @@ func coverageOps() []of.Op {
 					{Kind: of.LearnLoad, Src: of.Subfield{Field: "NXM_NX_IPV6_DST", Whole: true}, Dst: of.Subfield{Field: "NXM_NX_XXREG3", Whole: true}},
 					{Kind: of.LearnLoadValue, Dst: of.Subfield{Field: "NXM_NX_REG6", Whole: true}, Value: 0xdeadbeef},
 				}}}},
+		{Table: 7, Priority: 20, Match: of.Match{EthType: of.EthTypeIP, IPProto: of.ProtoTCP},
+			Actions: []of.Action{of.Learn{Table: 8, IdleTimeout: 10, Cookie: 0x43, DeleteLearned: true, Limit: 100,
+				ResultDst: of.Subfield{Field: "NXM_NX_REG0", Start: 17, End: 17}, EthType: of.EthTypeIP, IPProto: of.ProtoTCP,
+				Specs: []of.LearnSpec{{Kind: of.LearnMatch, Dst: of.Subfield{Field: "NXM_OF_IP_SRC", Whole: true}}}},
+				of.Learn{Table: 8, Limit: 7, EthType: of.EthTypeIP, Specs: []of.LearnSpec{{Kind: of.LearnMatch, Dst: of.Subfield{Field: "NXM_OF_IP_DST", Whole: true}}}},
+				of.Learn{Table: 8, ResultDst: of.Subfield{Field: "NXM_NX_REG9", Start: 31, End: 31}, EthType: of.EthTypeIP,
+					Specs: []of.LearnSpec{{Kind: of.LearnMatch, Dst: of.Subfield{Field: "NXM_OF_IP_DST", Whole: true}}}}}},
 		{Table: 8, Priority: 0},
+		{Table: 9, Priority: 5, Match: of.Match{EthType: of.EthTypeIP, IPProto: of.ProtoTCP},
+			Actions: []of.Action{of.MeterAction{ID: 7}, of.Controller{MaxLen: 128}}},
 	}
 	var ops []of.Op
 	for i := range flows {

@@ -12,6 +12,7 @@ const (
 	actGroup     uint16 = 22
 	actSetField  uint16 = 25
 	actCopyField uint16 = 28
+	actMeter     uint16 = 29
 	actVendor    uint16 = 0xffff
 
 	nxResubmitTable uint16 = 14
@@ -20,6 +21,7 @@ const (
 	nxCT            uint16 = 35
 	nxNAT           uint16 = 36
 	nxController2   uint16 = 37
+	nxLearn2        uint16 = 45
 )
 
 // Instruction types.
@@ -45,6 +47,11 @@ func appendInstructions(w *buf, actions []openflow.Action) error {
 			if len(actions) != 1 {
 				return fmt.Errorf("drop must be the only action")
 			}
+		case openflow.MeterAction:
+			if i != 0 {
+				return fmt.Errorf("meter must be the first action")
+			}
+			n++
 		default:
 			n++
 		}
@@ -130,6 +137,10 @@ func appendAction(w *buf, a openflow.Action) error {
 		return putCT(w, a)
 	case openflow.Learn:
 		return putLearn(w, a)
+	case openflow.MeterAction:
+		w.u16(actMeter)
+		w.u16(8)
+		w.u32(a.ID)
 	default:
 		return fmt.Errorf("action %T cannot be encoded here", a)
 	}

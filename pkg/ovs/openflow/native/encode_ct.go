@@ -17,6 +17,7 @@ const (
 	natProtoMin      uint16 = 16
 	natProtoMax      uint16 = 32
 	learnDelLearned  uint16 = 2
+	learnWriteResult uint16 = 4
 	learnSrcImmed    uint16 = 1 << 13
 	learnDstLoad     uint16 = 1 << 11
 	learnMaxSpecBits        = 0x3ff
@@ -109,10 +110,16 @@ func putNAT(w *buf, n openflow.NAT) error {
 	return nil
 }
 
-// putLearn writes NXAST_LEARN: the fixed part, then the eth_type and nw_proto immediate
-// matches, then the specs, as Open vSwitch encodes what ovs-ofctl parses from its text.
+// putLearn writes NXAST_LEARN (NXAST_LEARN2 with a limit or a result_dst): the fixed part,
+// then the eth_type and nw_proto immediate matches, then the specs, as Open vSwitch encodes
+// what ovs-ofctl parses from its text.
 func putLearn(w *buf, l openflow.Learn) error {
-	start := vendorHeader(w, nxLearn)
+	learn2 := l.Limit != 0 || l.ResultDst.Field != ""
+	subtype := nxLearn
+	if learn2 {
+		subtype = nxLearn2
+	}
+	start := vendorHeader(w, subtype)
 	w.u16(l.IdleTimeout)
 	w.u16(l.HardTimeout)
 	w.u16(l.Priority)
@@ -121,11 +128,19 @@ func putLearn(w *buf, l openflow.Learn) error {
 	if l.DeleteLearned {
 		flags |= learnDelLearned
 	}
+	if l.ResultDst.Field != "" {
+		flags |= learnWriteResult
+	}
 	w.u16(flags)
 	w.u8(l.Table)
 	w.u8(0)
 	w.u16(l.FinIdleTimeout)
 	w.u16(l.FinHardTimeout)
+	if learn2 {
+		if err := putLearn2(w, l); err != nil {
+			return err
+		}
+	}
 	if l.EthType != openflow.EthTypeAny {
 		f := namedFields["NXM_OF_ETH_TYPE"]
 		putLearnImmediate(w, 0, f, 0, 16, uint64(l.EthType))
@@ -141,6 +156,28 @@ func putLearn(w *buf, l openflow.Learn) error {
 	}
 	w.pad8(start)
 	w.setLen16(start, 2)
+	return nil
+}
+
+// putLearn2 writes what NXAST_LEARN2 adds to NXAST_LEARN's fixed part: the limit, the
+// result_dst bit offset and 2 bytes of padding, then, with a result_dst, its field header.
+func putLearn2(w *buf, l openflow.Learn) error {
+	w.u32(l.Limit)
+	if l.ResultDst.Field == "" {
+		w.u16(0)
+		w.zeros(2)
+		return nil
+	}
+	dst, ofs, n, err := subfield(l.ResultDst)
+	if err != nil {
+		return fmt.Errorf("learn result_dst: %w", err)
+	}
+	if n != 1 {
+		return fmt.Errorf("learn result_dst %s: %d bits, want a single bit", openflow.FormatSubfield(l.ResultDst), n)
+	}
+	w.u16(uint16(ofs))
+	w.zeros(2)
+	w.u32(uint32(dst.nxm))
 	return nil
 }
 

@@ -28,8 +28,8 @@ func decodeError(msg []byte) *SwitchError {
 	return e
 }
 
-// errorNames name the codes of the OpenFlow error types a bundle of flow and group mods can
-// meet, as ovs-ofctl prints them.
+// errorNames name the codes of the OpenFlow error types a bundle of flow and group mods, or a
+// meter mod, can meet, as ovs-ofctl prints them.
 var errorNames = map[uint16]struct {
 	prefix string
 	codes  []string
@@ -47,6 +47,8 @@ var errorNames = map[uint16]struct {
 	6: {"OFPGMFC_", []string{"GROUP_EXISTS", "INVALID_GROUP", "WEIGHT_UNSUPPORTED", "OUT_OF_GROUPS", "OUT_OF_BUCKETS",
 		"CHAINING_UNSUPPORTED", "WATCH_UNSUPPORTED", "LOOP", "UNKNOWN_GROUP", "CHAINED_GROUP", "BAD_TYPE", "BAD_COMMAND",
 		"BAD_BUCKET", "BAD_WATCH", "EPERM", "UNKNOWN_BUCKET", "BUCKET_EXISTS"}},
+	12: {"OFPMMFC_", []string{"UNKNOWN", "METER_EXISTS", "INVALID_METER", "UNKNOWN_METER", "BAD_COMMAND", "BAD_FLAGS",
+		"BAD_RATE", "BAD_BURST", "BAD_BAND", "BAD_BAND_VALUE", "OUT_OF_METERS", "OUT_OF_BANDS"}},
 	17: {"OFPBFC_", []string{"UNKNOWN", "EPERM", "BAD_ID", "BUNDLE_EXIST", "BUNDLE_CLOSED", "OUT_OF_BUNDLES", "BAD_TYPE",
 		"BAD_FLAGS", "MSG_BAD_LEN", "MSG_BAD_XID", "MSG_UNSUP", "MSG_CONFLICT", "MSG_TOO_MANY", "MSG_FAILED", "TIMEOUT",
 		"BUNDLE_IN_PROGRESS"}},

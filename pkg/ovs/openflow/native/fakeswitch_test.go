@@ -23,10 +23,12 @@ type fakeSwitch struct {
 	// rejectAtCommit refuses a bundled message at commit, as Open vSwitch does for a group
 	// add of an existing group.
 	rejectAtCommit func(inner []byte) *ofError
-	hang           bool     // stop answering anything
-	committed      [][]byte // the inner messages of every committed bundle, in order
-	conns          []net.Conn
-	wg             sync.WaitGroup
+	// rejectDirect refuses a message sent outside a bundle (a meter mod); nil accepts all.
+	rejectDirect func(msg []byte) *ofError
+	hang         bool     // stop answering anything
+	committed    [][]byte // the inner messages of every committed bundle, in order
+	conns        []net.Conn
+	wg           sync.WaitGroup
 }
 
 type ofError struct{ typ, code uint16 }
@@ -127,7 +129,7 @@ func (s *fakeSwitch) serve(c net.Conn) error {
 		}
 		s.mu.Lock()
 		s.msgs = append(s.msgs, msg)
-		reject, atCommit, hang := s.reject, s.rejectAtCommit, s.hang
+		reject, atCommit, hang, direct := s.reject, s.rejectAtCommit, s.hang, s.rejectDirect
 		s.mu.Unlock()
 		if hang {
 			continue
@@ -150,6 +152,12 @@ func (s *fakeSwitch) serve(c net.Conn) error {
 			out = fakeMultipartReply(xid, msg)
 		case typeBundleControl:
 			out = s.bundleControl(c, msg, bundles, failed, atCommit)
+		case typeMeterMod:
+			if direct != nil {
+				if e := direct(msg); e != nil {
+					out = fakeError(xid, e.typ, e.code, msg)
+				}
+			}
 		case typeBundleAdd:
 			id := binary.BigEndian.Uint32(msg[8:])
 			if reject != nil {
@@ -255,6 +263,12 @@ func (s *fakeSwitch) committedMessages() [][]byte {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	return append([][]byte(nil), s.committed...)
+}
+
+func (s *fakeSwitch) setRejectDirect(f func(msg []byte) *ofError) {
+	s.mu.Lock()
+	s.rejectDirect = f
+	s.mu.Unlock()
 }
 
 func (s *fakeSwitch) setHang(h bool) {

@@ -79,6 +79,13 @@ func clearOps(ops []openflow.Op) []openflow.Op {
 func TestIntegrationGoldenRulesetsEqualOfctl(t *testing.T) {
 	o := startOVS(t)
 	nbr, obr := addBridge(t, o), addBridge(t, o)
+	// The rate-limits goldens use the reject meters, which must exist before their flows.
+	for _, br := range []string{nbr, obr} {
+		for id := uint32(1); id <= 16; id++ {
+			_, err := o.Ofctl("add-meter", br, openflow.FormatMeter(openflow.Meter{ID: id, Rate: 10, Burst: 5}))
+			require.NoError(t, err)
+		}
+	}
 	native := New(o.MgmtSocket(nbr), nil)
 	defer native.Close()
 	oc := ofctl.New(o.MgmtSocket(obr))

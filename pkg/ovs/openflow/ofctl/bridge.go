@@ -189,19 +189,29 @@ func (b *Bridge) DumpFlows(ctx context.Context, filter openflow.FlowFilter) ([]o
 // CountFlows returns how many flows filter selects, from `ovs-ofctl dump-aggregate`: one small
 // reply whatever the bridge holds.
 func (b *Bridge) CountFlows(ctx context.Context, filter openflow.FlowFilter) (int, error) {
+	st, err := b.AggregateStats(ctx, filter)
+	if err != nil {
+		return 0, err
+	}
+	return int(st.FlowCount), nil
+}
+
+// AggregateStats returns the flow, packet and byte counts of the flows filter selects, from
+// `ovs-ofctl dump-aggregate`.
+func (b *Bridge) AggregateStats(ctx context.Context, filter openflow.FlowFilter) (openflow.AggregateStats, error) {
 	args := []string{"-O", "OpenFlow15", "dump-aggregate", b.target}
 	if sel := flowSelector(filter); sel != "" {
 		args = append(args, sel)
 	}
 	out, err := b.output(ctx, "dump-aggregate", args)
 	if err != nil {
-		return 0, err
+		return openflow.AggregateStats{}, err
 	}
 	st, err := openflow.ParseAggregateReply(out)
 	if err != nil {
-		return 0, fmt.Errorf("ovs-ofctl dump-aggregate %s: %w", b.target, err)
+		return openflow.AggregateStats{}, fmt.Errorf("ovs-ofctl dump-aggregate %s: %w", b.target, err)
 	}
-	return int(st.FlowCount), nil
+	return st, nil
 }
 
 // TableStats returns every table's statistics, from `ovs-ofctl dump-tables`: the switch

@@ -121,7 +121,7 @@ func TestIntegrationDumpSkipsForeignFlows(t *testing.T) {
 	foreign := []string{
 		"table=0,priority=50,ip,actions=dec_ttl,goto_table:1",
 		"table=0,priority=51,ip,nw_src=192.0.2.1,actions=note:01.02.03,output:1",
-		"table=0,priority=52,ip,nw_src=192.0.2.2,actions=meter:1,output:1",
+		"table=0,priority=52,ip,nw_src=192.0.2.2,actions=mod_nw_tos:4,output:1",
 		"table=0,priority=53,ip,nw_src=192.0.2.3,actions=set_field:0x5->tun_id,output:1",
 		"table=0,priority=54,ip,nw_src=192.0.2.4,actions=mod_vlan_vid:5,output:1",
 		"table=0,priority=55,ip,nw_src=192.0.2.5,actions=push_vlan:0x8100,output:1",

@@ -117,6 +117,17 @@ func (w *walker) action(p *Packet, a of.Action, last bool, fr frame) error {
 		}
 		w.trace.Learned = append(w.trace.Learned, f)
 		w.step(Step{Kind: StepLearn, Depth: fr.depth, Table: fr.table, Text: "learned " + of.FormatFlow(&f)})
+		// A learn limit is not modelled: the learn always succeeds, so its result bit is 1.
+		if a.ResultDst.Field != "" {
+			dst, err := resolve(a.ResultDst)
+			if err != nil {
+				return err
+			}
+			return dst.write(p, u128{lo: 1})
+		}
+	case of.MeterAction:
+		// Meters are not modelled: every packet conforms.
+		w.step(Step{Kind: StepNote, Depth: fr.depth, Table: fr.table, Text: "meter:" + fmt.Sprint(a.ID) + " (not modelled: passes)"})
 	case of.Output:
 		return w.output(p, a.Port, fr)
 	case of.OutputInPort:

@@ -257,6 +257,10 @@ func validateActions(actions []openflow.Action, m *openflow.Match, table uint8, 
 			default:
 				return fmt.Errorf("controller reason %q is unknown (%w)", a.Reason, ErrBadAction)
 			}
+		case openflow.MeterAction:
+			if i != 0 {
+				return fmt.Errorf("meter must be the first action (%w)", ErrBadAction)
+			}
 		case openflow.GroupAction, openflow.Resubmit, openflow.Move, openflow.Learn,
 			openflow.Output, openflow.OutputInPort, openflow.Normal:
 		default:

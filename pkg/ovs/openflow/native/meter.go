@@ -21,7 +21,7 @@ const (
 	meterFlagStats uint16 = 8 // OFPMF_STATS
 
 	meterBandDrop uint16 = 1 // OFPMBT_DROP
-	meterBandLen         = 16
+	meterBandLen  uint16 = 16
 
 	errTypeMeterModFailed uint16 = 12 // OFPET_METER_MOD_FAILED
 	errCodeMeterExists    uint16 = 1  // OFPMMFC_METER_EXISTS

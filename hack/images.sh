@@ -117,7 +117,7 @@ fi
 if [ -z "${http_proxy:-}" ]; then
   apt_proxy=$(apt_http_proxy)
   if [ -n "$apt_proxy" ]; then
-    log "using apt's proxy for debootstrap: $apt_proxy"
+    log "debootstrap goes through apt's proxy (Acquire::http::Proxy)"
     export http_proxy=$apt_proxy
   fi
 fi

@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # hack/images.sh builds every container image of the project with podman, without a registry:
 #
-#   localhost/antrea-proxy/debian-base:bookworm   debootstrap'ed Debian bookworm (minbase), podman import
+#   localhost/antrea-proxy/debian-base:bookworm   debootstrap'ed Debian bookworm (minbase), podman import;
+#                                                  mirror and proxy from this machine's apt configuration
 #   localhost/antrea-proxy/golang:<go version>     that base plus this machine's Go toolchain
 #   localhost/antrea-proxy/antrea-agent:<tag>      build/images/agent/Dockerfile on those two
 #   localhost/antrea-proxy/antrea-controller:<tag> build/images/controller/Dockerfile, final stage FROM scratch
@@ -25,11 +26,12 @@ OUT=${IMAGES_DIR:-_output/images}
 REPO=localhost/antrea-proxy
 TAG=${IMAGE_TAG:-$(sed -n 's/^appVersion: *"\{0,1\}\([^"]*\)"\{0,1\}/\1/p' build/charts/antrea-proxy/Chart.yaml)}
 VERSION=${VERSION:-$(git describe --tags --always --dirty 2>/dev/null || echo dev)}
-MIRROR=${DEBIAN_MIRROR:-http://deb.debian.org/debian}
 # RUN steps in a chroot rather than an OCI runtime container: crun refuses machines with a hybrid
 # cgroup v1/v2 layout ("cgroups in hybrid mode not supported"), and a build needs no cgroup.
 export BUILDAH_ISOLATION=${BUILDAH_ISOLATION:-chroot}
 SUITE=bookworm
+# shellcheck source=hack/lib/apt-sources.sh
+. hack/lib/apt-sources.sh
 GO_VERSION=$(go env GOVERSION)
 BASE_REF=$REPO/debian-base:$SUITE
 GO_REF=$REPO/golang:${GO_VERSION#go}
@@ -102,7 +104,23 @@ timed() {
   log "$name: done in $((SECONDS - start)) s"
 }
 
-# 1. The Debian base, debootstrap'ed once from Debian's packages and imported.
+# 1. The Debian base, debootstrap'ed once from Debian's packages and imported. The mirror and the
+# proxy are the machine's own apt configuration (so a corporate mirror or a local cache works);
+# DEBIAN_MIRROR and http_proxy override them.
+MIRROR=${DEBIAN_MIRROR:-$(apt_debian_mirror "$SUITE" || true)}
+if [ -z "$MIRROR" ]; then
+  echo "images: no Debian mirror: no enabled 'deb' source with component main for $SUITE (or another" >&2
+  echo "images: Debian release on a .../debian URI) in /etc/apt/sources.list or /etc/apt/sources.list.d/" >&2
+  echo "images: (*.list, *.sources); configure apt, or set DEBIAN_MIRROR=<url of a Debian mirror>" >&2
+  exit 1
+fi
+if [ -z "${http_proxy:-}" ]; then
+  apt_proxy=$(apt_http_proxy)
+  if [ -n "$apt_proxy" ]; then
+    log "debootstrap goes through apt's proxy (Acquire::http::Proxy)"
+    export http_proxy=$apt_proxy
+  fi
+fi
 base_key=$(hash_inputs "$SUITE" "$MIRROR" minbase hack/images.sh-base-v1)
 if up_to_date debian-base "$base_key" "$BASE_REF"; then
   log "debian-base: up to date ($BASE_REF)"

@@ -224,7 +224,7 @@ func TestAntreaProxyValuesMatchConfig(t *testing.T) {
 	slices.Sort(got)
 	slices.Sort(want)
 	require.Equal(t, want, got)
-	// The options the issue names come first, proxyLoadBalancerIPs among them.
+	// Antrea's own antreaProxy options are all there, proxyLoadBalancerIPs among them.
 	for _, k := range []string{"enable", "proxyAll", "nodePortAddresses", "skipServices", "proxyLoadBalancerIPs", "serviceProxyName"} {
 		require.Contains(t, got, k)
 	}

@@ -37,7 +37,7 @@ type reuseTrial struct {
 	sharedReply int
 }
 
-// TestPortReuseAfterClosedServiceConnection is issue 14's last reply-tuple clash (the
+// TestPortReuseAfterClosedServiceConnection is the last known reply-tuple clash (the
 // antrea-lossy rule of docs/conformance.md), against ovs-vswitchd alone (the pipeline's base
 // flows and one ClusterIP on a private netdev bridge). A client connects from port p to the
 // ClusterIP (DNATed to the endpoint E); the endpoint closes first and keeps the connection in

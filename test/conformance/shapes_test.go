@@ -65,8 +65,8 @@ func TestGenerateAddressesAreUnique(t *testing.T) {
 	}
 }
 
-// TestGenerateCoversTheFeatures: 200 shapes (make test-conformance) have every feature the
-// issue lists, and 40 (CI) the most important ones.
+// TestGenerateCoversTheFeatures: 200 shapes (make test-conformance) have every Service feature
+// the suite compares (docs/conformance.md), and 40 (CI) the most important ones.
 func TestGenerateCoversTheFeatures(t *testing.T) {
 	for _, n := range []int{40, 200} {
 		got := map[string]bool{}

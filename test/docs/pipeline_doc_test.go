@@ -1,4 +1,9 @@
-// Package docs checks that docs/design/ovs-pipeline.md agrees with the code.
+// Package docs checks that the documentation agrees with the code: docs/design/ovs-pipeline.md
+// (this file; its integration contract in contract_test.go), pkg/proxy/README.md's list of the
+// package's files (proxyreadme_test.go), and the apt-source detection build/images/README.md
+// describes for hack/images.sh (aptsources_test.go).
+//
+// The pipeline doc:
 //
 // Every line of a fenced code block whose info string is "flows" is an example: a flow, a
 // group, or one bucket of a group. Each must be written exactly as the canonical dumps print it

@@ -38,7 +38,7 @@ type hostEnv struct {
 var hostProxyLBIP = netip.MustParseAddr("172.18.0.71")
 
 // TestHostNetwork checks Services from the nodes' own network namespaces (node processes and
-// hostNetwork pods, issue 14 point 1) on a dual-stack sandbox, as kube-proxy serves them: a
+// hostNetwork pods) on a dual-stack sandbox, as kube-proxy serves them: a
 // ClusterIP is load-balanced to endpoints on both nodes, a ClusterIP without endpoints is
 // refused at once, an iTP=Local ClusterIP without a local endpoint drops, and the node's own
 // eTP=Local NodePort is served from any endpoint, as traffic from the node is internal.

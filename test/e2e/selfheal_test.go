@@ -15,7 +15,7 @@ import (
 	"github.com/antrea-proxy/antrea-proxy/test/e2e/framework"
 )
 
-// The self-healing proof of issue 12 (point 7): real faults of Open vSwitch and of the agent on
+// The self-healing proof: real faults of Open vSwitch and of the agent on
 // the two-node sandbox, under a client pod that opens 20 new TCP connections a second to a
 // ClusterIP. Each subtest reports what the client saw (failed connections, longest outage,
 // time to recovery) in a "RESULT" line, also when it fails.
@@ -23,7 +23,8 @@ import (
 const (
 	selfHealNS = "selfheal"
 	// vswitchdRecoveryLimit is how soon after a restarted ovs-vswitchd accepts connections the
-	// traffic must be back (the issue's target is 2 s; the measured value is logged).
+	// traffic must be back (the design target is 2 s, docs/design/failure-handling.md; the
+	// measured value is logged).
 	vswitchdRecoveryLimit = 5 * time.Second
 	// delFlowsHealLimit is how soon after `ovs-ofctl del-flows` the traffic must be back: the
 	// agent's periodic check runs every second (pkg/healer.DefaultCheckInterval).
@@ -58,7 +59,7 @@ type selfHealEnv struct {
 	vswitchdRestarted bool
 }
 
-// TestSelfHeal proves that no OVS restart, crash or flush leaves Services dark (issue 12).
+// TestSelfHeal proves that no OVS restart, crash or flush leaves Services dark.
 func TestSelfHeal(t *testing.T) {
 	sb := framework.StartSandbox(t, framework.SandboxOptions{})
 	ctx := context.Background()

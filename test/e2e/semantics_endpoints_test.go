@@ -37,7 +37,7 @@ type endpointsEnv struct {
 	clientIP string
 }
 
-// TestSemanticsEndpoints proves issue 9's endpoint semantics on the two-node sandbox with real
+// TestSemanticsEndpoints proves the endpoint semantics on the two-node sandbox with real
 // traffic: session affinity and its expiry, a UDP client that keeps its source port across an
 // endpoint replacement, reject for a Service without endpoints, and terminating endpoints.
 func TestSemanticsEndpoints(t *testing.T) {

@@ -21,7 +21,7 @@ import (
 	"github.com/antrea-proxy/antrea-proxy/test/e2e/framework"
 )
 
-// Helpers of the Service semantics tests (issue 9): waits on each node's servicemap, counting
+// Helpers of the Service semantics tests (TestSemantics*): waits on each node's servicemap, counting
 // who answers, and telling a dropped connection from a refused one.
 
 // serviceVirtualIP is the address the agents SNAT external connections to (eTP=Cluster) before

@@ -37,7 +37,7 @@ func clusterIPOf(t *testing.T, svc *corev1.Service, v6 bool) string {
 	return ""
 }
 
-// TestSemanticsIPv6 checks dual-stack Services (issue 9, point 6) over a dual-stack sandbox: a
+// TestSemanticsIPv6 checks dual-stack Services over a dual-stack sandbox: a
 // RequireDualStack NodePort Service whose primary family is IPv6. A pod reaches both backends
 // through the IPv6 ClusterIP (and the IPv4 one), the backends seeing the pod's own IPv6
 // address; a pod and the external client on the IPv6 underlay reach the NodePort on each

@@ -44,7 +44,7 @@ type policyEnv struct {
 	hairpinSvc     *corev1.Service // ClusterIP whose only endpoint is the pod "hairpin"
 }
 
-// TestSemanticsPolicies proves issue 9's traffic policies, source ranges, hairpin, health check
+// TestSemanticsPolicies proves the traffic policies, source ranges, hairpin, health check
 // NodePorts, metrics and health endpoints on the two-node sandbox with real traffic.
 func TestSemanticsPolicies(t *testing.T) {
 	sb := framework.StartSandbox(t, framework.SandboxOptions{Agent: framework.AgentOptions{ProxyLoadBalancerIPs: true}})

@@ -38,7 +38,7 @@ type topologyEnv struct {
 	zoneSvc *corev1.Service
 }
 
-// TestSemanticsTopology proves issue 9's topology point on the two-node sandbox with real
+// TestSemanticsTopology proves topology-aware routing on the two-node sandbox with real
 // traffic: zone hints written by the endpointslice controller for trafficDistribution
 // PreferSameZone keep connections in the client's zone; kube-proxy's all-or-nothing rule (one
 // endpoint without hints, or no endpoint for this node's zone, disables the hints); and node

@@ -21,7 +21,9 @@ import (
 // TestUpstreamE2E is `make test-upstream-e2e`: the upstream Kubernetes e2e suite's Services and
 // LoadBalancers specs (UpstreamOptions) against a real cluster: no kube-proxy, the chart's
 // antrea-agent with proxyAll, its antrea-controller as the LoadBalancer provider with the VIP
-// pool LBPool, CoreDNS as kube-dns and kube-controller-manager with its default controllers. It
+// pool LBPool (UPSTREAM_E2E_IPMODE=Proxy: the Proxy pool ProxyPool, which ProxyLB in the switch
+// namespace relays to the nodes' NodePorts, as a cloud's proxy load balancer does), CoreDNS as
+// kube-dns and kube-controller-manager with its default controllers. It
 // prints "N passed, N failed, N skipped" and one line per spec, and fails when a spec failed.
 // The output, JUnit report and summary stay in _output/upstream-e2e/<time>.
 func TestUpstreamE2E(t *testing.T) {

@@ -143,7 +143,16 @@ func (c *Cluster) AddExternalClient() error {
 // RoutePodCIDRs routes every node's podCIDR from the host via the node's underlay address, as a
 // control-plane machine of a real cluster reaches the Pod network: kube-apiserver's proxy to Pods
 // and Services (which the suite uses to read Pod responses) dials Pod IPs from the host.
-func (c *Cluster) RoutePodCIDRs(ctx context.Context) error {
+func (c *Cluster) RoutePodCIDRs(ctx context.Context) error { return c.routePodCIDRs(ctx) }
+
+// RoutePodCIDRsFromSwitch routes every node's podCIDR from the switch namespace via the node, as
+// a cloud network routes them: ProxyLB relays a Service without NodePorts to its endpoints.
+func (c *Cluster) RoutePodCIDRsFromSwitch(ctx context.Context) error {
+	return c.routePodCIDRs(ctx, "-n", switchNS)
+}
+
+// routePodCIDRs adds the routes with `ip <netns...> route replace`.
+func (c *Cluster) routePodCIDRs(ctx context.Context, netns ...string) error {
 	var cmds [][]string
 	for _, n := range c.Nodes {
 		node, err := c.CP.Client.CoreV1().Nodes().Get(ctx, n.Name, metav1.GetOptions{})
@@ -151,7 +160,8 @@ func (c *Cluster) RoutePodCIDRs(ctx context.Context) error {
 			return err
 		}
 		for _, cidr := range node.Spec.PodCIDRs {
-			cmds = append(cmds, []string{"ip", "route", "replace", cidr, "via", n.IP.String()})
+			cmd := append(append([]string{"ip"}, netns...), "route", "replace", cidr, "via", n.IP.String())
+			cmds = append(cmds, cmd)
 		}
 	}
 	return runAll(cmds...)

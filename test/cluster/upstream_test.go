@@ -101,6 +101,9 @@ func startProxyLB(t *testing.T, c *Cluster, outDir string) {
 	if err := RouteProxyPool(ProxyPool); err != nil {
 		t.Fatal(err)
 	}
+	if err := c.RoutePodCIDRsFromSwitch(context.Background()); err != nil {
+		t.Fatal(err)
+	}
 	f, err := os.Create(filepath.Join(outDir, "proxylb.log"))
 	if err != nil {
 		t.Fatal(err)

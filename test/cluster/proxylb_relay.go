@@ -6,7 +6,6 @@ import (
 	"context"
 	"errors"
 	"hash/fnv"
-	"io"
 	"net"
 	"net/netip"
 	"sort"
@@ -15,6 +14,8 @@ import (
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
+
+	"github.com/antrea-proxy/antrea-proxy/test/e2e/framework"
 )
 
 // netOps opens the load balancer's sockets: inside the cluster's switch namespace in the real
@@ -157,18 +158,7 @@ func (f *frontend) relayTCP(down net.Conn) {
 		return
 	}
 	defer f.untrack(up)
-	var wg sync.WaitGroup
-	wg.Add(2)
-	pipe := func(dst, src net.Conn) {
-		defer wg.Done()
-		_, _ = io.Copy(dst, src)
-		if tc, ok := dst.(*net.TCPConn); ok {
-			_ = tc.CloseWrite()
-		}
-	}
-	go pipe(up, down)
-	go pipe(down, up)
-	wg.Wait()
+	framework.Splice(up, down)
 }
 
 // reset closes a TCP connection with a RST, as a load balancer refusing a client does.

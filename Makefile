@@ -12,7 +12,7 @@ BINARIES := antrea-agent antctl antrea-cni antrea-controller
 UNIT_PKGS = $(shell $(GO) list ./...)
 INTEGRATION_RUN := 'Integration|RealOVS|TestStart|TestNetNS|TestEcho|TestOfctl|TestClient'
 
-.PHONY: all build setup test test-unit test-integration test-e2e test-conformance fuzz bench lint fmt generate demo demo-down clean helm manifest images test-cluster demo-cluster demo-cluster-down bench-scale test-upstream-e2e e2e-upstream-build
+.PHONY: all build setup test test-unit test-integration test-e2e test-conformance fuzz bench lint fmt generate demo demo-down clean helm manifest images test-cluster demo-cluster demo-cluster-down bench-scale test-upstream-e2e test-upstream-conformance e2e-upstream-build
 
 all: build
 
@@ -95,9 +95,15 @@ test-cluster: setup build
 # test-upstream-e2e: the upstream Kubernetes e2e suite (e2e.test of k8s.io/kubernetes, built by
 # hack/build-e2e.sh) against that cluster: the Services and LoadBalancers specs of SIG Network,
 # docs/conformance.md "Upstream Kubernetes e2e". Report and logs in _output/upstream-e2e/<time>.
-# UPSTREAM_E2E_FOCUS/SKIP/PROCS/TIMEOUT override the run. e2e-upstream-build only builds it.
+# UPSTREAM_E2E_FOCUS/SKIP/PROCS/TIMEOUT override the run; UPSTREAM_E2E_IPMODE=Proxy runs the
+# LoadBalancers specs with a Proxy pool relayed by an external L4 load balancer.
+# test-upstream-conformance: only the 15 [Conformance] Services specs (CI). e2e-upstream-build only
+# builds the suite.
 test-upstream-e2e: setup build
 	@bash hack/cluster.sh upstream
+
+test-upstream-conformance: setup build
+	@bash hack/cluster.sh conformance
 
 e2e-upstream-build:
 	@nice -n 10 bash hack/build-e2e.sh

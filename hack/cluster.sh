@@ -5,7 +5,10 @@
 #   hack/cluster.sh test      make images, then TestRealCluster (make test-cluster)
 #   hack/cluster.sh demo      the same cluster with the chart installed, left running (make demo-cluster)
 #   hack/cluster.sh upstream  the upstream Kubernetes e2e suite against the cluster (make test-upstream-e2e,
-#                             docs/conformance.md; hack/build-e2e.sh builds it, IMAGES_E2E=1 the agnhost image)
+#                             docs/conformance.md; hack/build-e2e.sh builds it, IMAGES_E2E=1 the agnhost image);
+#                             UPSTREAM_E2E_IPMODE=Proxy runs the LoadBalancers specs with a Proxy pool
+#   hack/cluster.sh conformance  the same, focused on the 15 [Conformance] Services specs
+#                             (make test-upstream-conformance; CI runs it after make test-cluster)
 #   hack/cluster.sh down      stop the demo cluster
 #   hack/cluster.sh cleanup   remove everything a cluster left behind (also run on failure/interrupt)
 #
@@ -88,7 +91,10 @@ case "${1:-}" in
     trap 'exit 130' INT TERM
     CLUSTER_NODES=$NODES go test -count=1 -tags cluster -run '^TestRealCluster$' -timeout 30m -v ./test/cluster/
     ;;
-  upstream)
+  upstream|conformance)
+    if [ "$1" = conformance ]; then
+      export UPSTREAM_E2E_FOCUS='\[sig-network\] Services .*\[Conformance\]' UPSTREAM_E2E_IPMODE=VIP
+    fi
     export IMAGES_E2E=1
     prepare
     bash hack/build-e2e.sh
@@ -124,5 +130,5 @@ case "${1:-}" in
     restore_sysctls
     log "demo cluster removed"
     ;;
-  *) echo "usage: $0 test|demo|upstream|down|cleanup" >&2; exit 2 ;;
+  *) echo "usage: $0 test|demo|upstream|conformance|down|cleanup" >&2; exit 2 ;;
 esac

@@ -65,7 +65,11 @@ var LBPool = netip.MustParsePrefix("192.168.240.0/28")
 // userspace datapath, the LoadBalancer pool LBPool, and what replacing kube-proxy takes (no
 // kube-proxy runs on the nodes): proxyAll, and the apiserver's own address for the agents and the
 // controller.
-func (c *Cluster) InstallArgs() []string {
+func (c *Cluster) InstallArgs() []string { return c.InstallArgsWithPool(LBPool, "VIP") }
+
+// InstallArgsWithPool is InstallArgs with pool, of ipMode "VIP" or "Proxy", as the only
+// LoadBalancer pool.
+func (c *Cluster) InstallArgsWithPool(pool netip.Prefix, ipMode string) []string {
 	repo := func(name string) string { return c.Images[name][:strings.LastIndex(c.Images[name], ":")] }
 	return []string{
 		"--set", "image.agent.repository=" + repo("antrea-agent"),
@@ -73,7 +77,7 @@ func (c *Cluster) InstallArgs() []string {
 		"--set", "ovs.datapathType=netdev",
 		"--set", "antreaProxy.proxyAll=true",
 		"--set", "kubeAPIServerOverride=" + c.APIServer,
-		"--set-json", fmt.Sprintf(`lbPools=[{"name":"cluster","cidrs":[%q]}]`, LBPool),
+		"--set-json", fmt.Sprintf(`lbPools=[{"name":"cluster","cidrs":[%q],"ipMode":%q}]`, pool, ipMode),
 	}
 }
 

@@ -30,12 +30,28 @@ type UpstreamOptions struct {
 	Timeout time.Duration
 	// OutDir receives the suite's output (e2e.log), its JUnit report and summary.txt.
 	OutDir string
+	// IPMode is the LoadBalancer pool's ipMode: "VIP" (LBPool, announced by the nodes) or
+	// "Proxy" (ProxyPool, relayed by ProxyLB).
+	IPMode string
 }
 
-// Defaults fills what is unset: the Services and LoadBalancers specs of SIG Network without the
-// disruptive, serial and flaky ones, four processes (the slow LoadBalancer specs mostly wait),
-// two and a half hours.
+// Values of UpstreamOptions.IPMode.
+const (
+	IPModeVIP   = "VIP"
+	IPModeProxy = "Proxy"
+)
+
+// Defaults fills what is unset: ipMode VIP; the Services and LoadBalancers specs of SIG Network
+// (in Proxy mode the LoadBalancers specs only: the Services specs do not depend on the pool)
+// without the disruptive, serial and flaky ones; four processes (the slow LoadBalancer specs
+// mostly wait); two and a half hours.
 func (o UpstreamOptions) Defaults() UpstreamOptions {
+	if o.IPMode == "" {
+		o.IPMode = IPModeVIP
+	}
+	if o.Focus == "" && o.IPMode == IPModeProxy {
+		o.Focus = `\[sig-network\] LoadBalancers`
+	}
 	if o.Focus == "" {
 		o.Focus = `\[sig-network\] (Services|LoadBalancers)`
 	}
@@ -68,13 +84,18 @@ func (o UpstreamOptions) Validate() error {
 	if o.OutDir == "" {
 		errs = append(errs, errors.New("no output directory"))
 	}
+	if o.IPMode != IPModeVIP && o.IPMode != IPModeProxy {
+		errs = append(errs, fmt.Errorf("ipMode %q: want %q or %q", o.IPMode, IPModeVIP, IPModeProxy))
+	}
 	return errors.Join(errs...)
 }
 
-// UpstreamOptionsFromEnv reads UPSTREAM_E2E_FOCUS, UPSTREAM_E2E_SKIP, UPSTREAM_E2E_PROCS and
-// UPSTREAM_E2E_TIMEOUT (a Go duration) over the defaults; outDir is the output directory.
+// UpstreamOptionsFromEnv reads UPSTREAM_E2E_FOCUS, UPSTREAM_E2E_SKIP, UPSTREAM_E2E_PROCS,
+// UPSTREAM_E2E_TIMEOUT (a Go duration) and UPSTREAM_E2E_IPMODE over the defaults; outDir is the
+// output directory.
 func UpstreamOptionsFromEnv(outDir string) (UpstreamOptions, error) {
-	o := UpstreamOptions{Focus: os.Getenv("UPSTREAM_E2E_FOCUS"), Skip: os.Getenv("UPSTREAM_E2E_SKIP"), OutDir: outDir}
+	o := UpstreamOptions{Focus: os.Getenv("UPSTREAM_E2E_FOCUS"), Skip: os.Getenv("UPSTREAM_E2E_SKIP"), OutDir: outDir,
+		IPMode: os.Getenv("UPSTREAM_E2E_IPMODE")}
 	var errs []error
 	if v := os.Getenv("UPSTREAM_E2E_PROCS"); v != "" {
 		n, err := strconv.Atoi(v)
@@ -122,7 +143,16 @@ func (c *Cluster) AddExternalClient() error {
 // RoutePodCIDRs routes every node's podCIDR from the host via the node's underlay address, as a
 // control-plane machine of a real cluster reaches the Pod network: kube-apiserver's proxy to Pods
 // and Services (which the suite uses to read Pod responses) dials Pod IPs from the host.
-func (c *Cluster) RoutePodCIDRs(ctx context.Context) error {
+func (c *Cluster) RoutePodCIDRs(ctx context.Context) error { return c.routePodCIDRs(ctx) }
+
+// RoutePodCIDRsFromSwitch routes every node's podCIDR from the switch namespace via the node, as
+// a cloud network routes them: ProxyLB relays a Service without NodePorts to its endpoints.
+func (c *Cluster) RoutePodCIDRsFromSwitch(ctx context.Context) error {
+	return c.routePodCIDRs(ctx, "-n", switchNS)
+}
+
+// routePodCIDRs adds the routes with `ip <netns...> route replace`.
+func (c *Cluster) routePodCIDRs(ctx context.Context, netns ...string) error {
 	var cmds [][]string
 	for _, n := range c.Nodes {
 		node, err := c.CP.Client.CoreV1().Nodes().Get(ctx, n.Name, metav1.GetOptions{})
@@ -130,7 +160,8 @@ func (c *Cluster) RoutePodCIDRs(ctx context.Context) error {
 			return err
 		}
 		for _, cidr := range node.Spec.PodCIDRs {
-			cmds = append(cmds, []string{"ip", "route", "replace", cidr, "via", n.IP.String()})
+			cmd := append(append([]string{"ip"}, netns...), "route", "replace", cidr, "via", n.IP.String())
+			cmds = append(cmds, cmd)
 		}
 	}
 	return runAll(cmds...)
@@ -249,4 +280,19 @@ func upstreamArgs(o UpstreamOptions, e2eTest, kubeconfig string, nodes int) []st
 // upstreamOutDir is _output/upstream-e2e/<UTC time>.
 func upstreamOutDir(root string, now time.Time) string {
 	return filepath.Join(root, "_output", "upstream-e2e", now.UTC().Format("20060102T150405Z"))
+}
+
+// ProxyPool is the cluster's LoadBalancer pool of ipMode Proxy (UPSTREAM_E2E_IPMODE=Proxy): the
+// switch namespace owns it, and ProxyLB there relays its addresses to the nodes.
+var ProxyPool = netip.MustParsePrefix("192.168.241.0/28")
+
+// RouteProxyPool makes the switch namespace own every address of p (a local route), gives it a
+// route back to externalClient, and routes p from the host via the switch, from externalClient:
+// the host's and the nodes' packets to p reach the switch's ProxyLB or are refused there.
+func RouteProxyPool(p netip.Prefix) error {
+	return runAll(
+		[]string{"ip", "-n", switchNS, "route", "replace", "local", p.String(), "dev", "lo"},
+		[]string{"ip", "-n", switchNS, "route", "replace", externalClient.String(), "via", hostIP.String()},
+		[]string{"ip", "route", "replace", p.String(), "via", switchIP.String(), "dev", hostVeth, "src", externalClient.Addr().String()},
+	)
 }

@@ -52,11 +52,11 @@ func TestParseJUnitKeepsTheFocusedSpecs(t *testing.T) {
 }
 
 func TestUpstreamOptionsValidateReportsEveryProblem(t *testing.T) {
-	err := UpstreamOptions{Focus: "(", Skip: "[", Procs: -1, Timeout: -time.Second}.Validate()
+	err := UpstreamOptions{Focus: "(", Skip: "[", Procs: -1, Timeout: -time.Second, IPMode: "Direct"}.Validate()
 	if err == nil {
 		t.Fatal("no error")
 	}
-	for _, want := range []string{"focus", "skip", "procs -1", "timeout -1s", "no output directory"} {
+	for _, want := range []string{"focus", "skip", "procs -1", "timeout -1s", "no output directory", `ipMode "Direct"`} {
 		if !strings.Contains(err.Error(), want) {
 			t.Errorf("error lacks %q: %v", want, err)
 		}
@@ -76,7 +76,17 @@ func TestUpstreamOptionsFromEnv(t *testing.T) {
 	t.Setenv("UPSTREAM_E2E_PROCS", "3")
 	t.Setenv("UPSTREAM_E2E_TIMEOUT", "1h")
 	o, err := UpstreamOptionsFromEnv("x")
-	if err != nil || o.Procs != 3 || o.Timeout != time.Hour || o.Focus == "" {
+	if err != nil || o.Procs != 3 || o.Timeout != time.Hour || o.Focus == "" || o.IPMode != IPModeVIP {
 		t.Errorf("got %+v, %v", o, err)
+	}
+	// Proxy mode runs the LoadBalancers specs: the Services specs do not depend on the pool.
+	t.Setenv("UPSTREAM_E2E_IPMODE", "Proxy")
+	o, err = UpstreamOptionsFromEnv("x")
+	if err != nil || o.IPMode != IPModeProxy || o.Focus != `\[sig-network\] LoadBalancers` {
+		t.Errorf("got %+v, %v", o, err)
+	}
+	t.Setenv("UPSTREAM_E2E_IPMODE", "proxy")
+	if _, err := UpstreamOptionsFromEnv("x"); err == nil || !strings.Contains(err.Error(), `ipMode "proxy"`) {
+		t.Errorf("got %v, want the ipMode reported", err)
 	}
 }

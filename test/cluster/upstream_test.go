@@ -6,6 +6,7 @@ import (
 	"context"
 	"fmt"
 	"io"
+	"log"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -20,7 +21,9 @@ import (
 // TestUpstreamE2E is `make test-upstream-e2e`: the upstream Kubernetes e2e suite's Services and
 // LoadBalancers specs (UpstreamOptions) against a real cluster: no kube-proxy, the chart's
 // antrea-agent with proxyAll, its antrea-controller as the LoadBalancer provider with the VIP
-// pool LBPool, CoreDNS as kube-dns and kube-controller-manager with its default controllers. It
+// pool LBPool (UPSTREAM_E2E_IPMODE=Proxy: the Proxy pool ProxyPool, which ProxyLB in the switch
+// namespace relays to the nodes' NodePorts, as a cloud's proxy load balancer does), CoreDNS as
+// kube-dns and kube-controller-manager with its default controllers. It
 // prints "N passed, N failed, N skipped" and one line per spec, and fails when a spec failed.
 // The output, JUnit report and summary stay in _output/upstream-e2e/<time>.
 func TestUpstreamE2E(t *testing.T) {
@@ -40,25 +43,32 @@ func TestUpstreamE2E(t *testing.T) {
 	}
 	c := StartWith(t, Options{Nodes: nodeCount(t), DefaultControllers: true})
 	start := time.Now()
-	c.Helm(t, append([]string{"install", "antrea-proxy", c.ChartPath(), "--namespace", Namespace}, c.InstallArgs()...)...)
+	pool := LBPool
+	if o.IPMode == IPModeProxy {
+		pool = ProxyPool
+	}
+	c.Helm(t, append([]string{"install", "antrea-proxy", c.ChartPath(), "--namespace", Namespace}, c.InstallArgsWithPool(pool, o.IPMode)...)...)
 	c.WaitAgentsRolled(t, 5*time.Minute)
 	c.WaitDeploymentAvailable(t, Namespace, "antrea-controller", 3*time.Minute)
 	c.WaitNodesReady(t)
 	c.WaitDeploymentAvailable(t, Namespace, "coredns", 3*time.Minute)
 	t.Logf("cluster up with the chart and kube-dns in %v", time.Since(start).Round(time.Second))
-	// Before the first spec: the host reaches the LoadBalancer VIPs only on the underlay, from
-	// an address outside the nodes' network.
+	if err := os.MkdirAll(o.OutDir, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	// Before the first spec: the host reaches the LoadBalancer addresses only on the underlay,
+	// from an address outside the nodes' network: the VIPs on-link, the Proxy pool via the
+	// switch, whose load balancer relays them.
 	if err := c.AddExternalClient(); err != nil {
 		t.Fatal(err)
 	}
-	if err := RouteIntoUnderlay(LBPool); err != nil {
+	if o.IPMode == IPModeProxy {
+		startProxyLB(t, c, o.OutDir)
+	} else if err := RouteIntoUnderlay(LBPool); err != nil {
 		t.Fatal(err)
 	}
 	// And kube-apiserver reaches the Pods, as on a control-plane node.
 	if err := c.RoutePodCIDRs(context.Background()); err != nil {
-		t.Fatal(err)
-	}
-	if err := os.MkdirAll(o.OutDir, 0o755); err != nil {
 		t.Fatal(err)
 	}
 	repo := filepath.Join(o.OutDir, "repo-list.yaml")
@@ -83,6 +93,31 @@ func TestUpstreamE2E(t *testing.T) {
 	if runErr != nil || strings.Contains(summary, "\nFAILED") {
 		t.Errorf("the upstream suite failed (ginkgo: %v); see %s", runErr, o.OutDir)
 	}
+}
+
+// startProxyLB routes ProxyPool into the switch namespace and starts its ProxyLB there, logging
+// to OutDir/proxylb.log; it stops when the test ends.
+func startProxyLB(t *testing.T, c *Cluster, outDir string) {
+	if err := RouteProxyPool(ProxyPool); err != nil {
+		t.Fatal(err)
+	}
+	if err := c.RoutePodCIDRsFromSwitch(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	f, err := os.Create(filepath.Join(outDir, "proxylb.log"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	logger := log.New(f, "", log.LstdFlags|log.Lmicroseconds|log.LUTC)
+	lb, err := StartProxyLB(c.CP.Client, ProxyPool, nsOps{ns: &framework.NetNS{Name: switchNS}}, logger.Printf)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() {
+		lb.Stop()
+		_ = f.Close()
+	})
+	t.Logf("Proxy pool %s: the switch namespace's load balancer relays it to the nodes (log: %s)", ProxyPool, f.Name())
 }
 
 // runUpstream runs ginkgo with its output in OutDir/e2e.log and on stdout, sampling the load

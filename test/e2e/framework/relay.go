@@ -3,7 +3,6 @@ package framework
 import (
 	"errors"
 	"fmt"
-	"io"
 	"net"
 	"sync"
 	"time"
@@ -83,18 +82,7 @@ func (r *Relay) forward(down net.Conn) {
 		return
 	}
 	defer r.untrack(up)
-	var wg sync.WaitGroup
-	wg.Add(2)
-	pipe := func(dst, src net.Conn) {
-		defer wg.Done()
-		_, _ = io.Copy(dst, src)
-		if tc, ok := dst.(*net.TCPConn); ok {
-			_ = tc.CloseWrite()
-		}
-	}
-	go pipe(up, down)
-	go pipe(down, up)
-	wg.Wait()
+	Splice(up, down)
 }
 
 // Close stops listening, cuts every relayed connection and waits for the relay's goroutines.

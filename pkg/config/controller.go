@@ -141,6 +141,11 @@ type IPPool struct {
 	// key, no clashing port). Default false: only Services of one
 	// namespace share an address.
 	AllowCrossNamespaceSharing bool `json:"allowCrossNamespaceSharing,omitempty"`
+	// ProxyEnforcesSourceRanges (ipMode Proxy only) states that the external proxy in front of
+	// the pool's addresses enforces a Service's loadBalancerSourceRanges, as cloud load
+	// balancers do. Default false: the controller cannot enforce source ranges on an address
+	// the proxy receives, so it refuses Services that set them (LoadBalancerSourceRanges).
+	ProxyEnforcesSourceRanges bool `json:"proxyEnforcesSourceRanges,omitempty"`
 }
 
 // AutoAssigns reports whether automatic allocation uses the pool (default true).
@@ -434,6 +439,9 @@ func (c *ControllerConfig) Validate() error {
 		}
 		switch p.IPMode {
 		case IPModeVIP:
+			if p.ProxyEnforcesSourceRanges {
+				errs = append(errs, fieldErr(path+".proxyEnforcesSourceRanges", "only applies to ipMode %q: the nodes enforce a VIP address's source ranges", IPModeProxy))
+			}
 		case IPModeProxy:
 			if p.NodeSelector != nil {
 				errs = append(errs, fieldErr(path+".nodeSelector", "only applies to ipMode %q: nodes never announce %q addresses", IPModeVIP, IPModeProxy))

@@ -248,3 +248,15 @@ func TestAnnouncerValidation(t *testing.T) {
 	c.Enable = ptr(false)
 	require.NoError(t, c.validate(), "a disabled section is not checked")
 }
+
+// TestProxyEnforcesSourceRangesOnlyOnProxyPools: the statement belongs to Proxy pools.
+func TestProxyEnforcesSourceRangesOnlyOnProxyPools(t *testing.T) {
+	c := &ControllerConfig{IPPools: []IPPool{
+		{Name: "vip", CIDRs: []string{"10.0.10.0/28"}, ProxyEnforcesSourceRanges: true},
+		{Name: "edge", Ranges: []string{"192.0.2.1-192.0.2.1"}, IPMode: IPModeProxy, ProxyEnforcesSourceRanges: true},
+	}}
+	c.Defaults()
+	err := c.Validate()
+	require.ErrorContains(t, err, `ipPools[0].proxyEnforcesSourceRanges: only applies to ipMode "Proxy"`)
+	require.NotContains(t, err.Error(), "ipPools[1]")
+}

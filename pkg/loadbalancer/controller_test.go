@@ -103,13 +103,20 @@ func TestSyncOutcomes(t *testing.T) {
 		conds: map[string]condSummary{c.TypeServing: notServing(c.ReasonUnsupported), c.TypeProvisioning: complete},
 		msg:   "unsupported: SessionAffinity:",
 	}, {
-		name: "loadBalancerSourceRanges on a Proxy pool are always unsupported",
+		name: "loadBalancerSourceRanges on a Proxy pool are unsupported",
 		svc: lbService("s", withPool("proxy"), func(s *v1.Service) {
 			s.Spec.LoadBalancerSourceRanges = []string{"203.0.113.0/24"}
 		}),
 		ips:   []string{},
 		conds: map[string]condSummary{c.TypeServing: notServing(c.ReasonUnsupported), c.TypeProvisioning: complete},
 		msg:   "unsupported: LoadBalancerSourceRanges: ipMode Proxy address 192.0.2.1 is reached through an external proxy, so source ranges cannot be enforced",
+	}, {
+		name: "loadBalancerSourceRanges on a Proxy pool whose proxy enforces them are served",
+		svc: lbService("s", withPool("proxy-ranges"), func(s *v1.Service) {
+			s.Spec.LoadBalancerSourceRanges = []string{"203.0.113.0/24"}
+		}),
+		ips: []string{"192.0.2.9"}, mode: v1.LoadBalancerIPModeProxy,
+		conds: map[string]condSummary{c.TypeServing: serving, c.TypeProvisioning: complete},
 	}, {
 		name: "loadBalancerIP outside the pools is degraded",
 		svc:  lbService("s", func(s *v1.Service) { s.Spec.LoadBalancerIP = "198.51.100.7" }), ips: []string{"10.0.0.1"},

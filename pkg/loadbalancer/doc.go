@@ -56,7 +56,8 @@
 // ClientIP (SessionAffinity) and loadBalancerSourceRanges
 // (LoadBalancerSourceRanges) cannot be honoured. The first two degrade the
 // Service unless required; source ranges are a security control and are
-// always refused. A family of spec.ipFamilies without a pool is
+// refused, unless the pool states that its proxy enforces them
+// (proxyEnforcesSourceRanges). A family of spec.ipFamilies without a pool is
 // IPFamilies; a requested address outside the pools is LoadBalancerIP.
 // Ports are always supported.
 //

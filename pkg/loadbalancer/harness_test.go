@@ -34,13 +34,16 @@ const testClass = "antrea-proxy.io/lb"
 var t0 = time.Date(2026, 3, 1, 12, 0, 0, 0, time.UTC)
 
 // testPools: "vip" (10.0.0.1-10.0.0.2, fd00::1-fd00::2), "proxy" (Proxy,
-// 192.0.2.1 only, IPv4 only), "sel" (VIP, 10.0.1.1 only, nodes lb=yes).
+// 192.0.2.1 only, IPv4 only), "sel" (VIP, 10.0.1.1 only, nodes lb=yes), "proxy-ranges"
+// (Proxy, 192.0.2.9 only, used only when named; its proxy enforces source ranges).
 func testPools() []config.IPPool {
 	return []config.IPPool{
 		{Name: "vip", Ranges: []string{"10.0.0.1-10.0.0.2", "fd00::1-fd00::2"}},
 		{Name: "proxy", IPMode: config.IPModeProxy, Ranges: []string{"192.0.2.1-192.0.2.1"}},
 		{Name: "sel", Ranges: []string{"10.0.1.1-10.0.1.1"},
 			NodeSelector: &metav1.LabelSelector{MatchLabels: map[string]string{"lb": "yes"}}},
+		{Name: "proxy-ranges", IPMode: config.IPModeProxy, Ranges: []string{"192.0.2.9-192.0.2.9"},
+			AutoAssign: ptrTo(false), ProxyEnforcesSourceRanges: true},
 	}
 }
 

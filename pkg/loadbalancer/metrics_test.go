@@ -69,9 +69,11 @@ func TestMetricsFromState(t *testing.T) {
 	require.Equal(t, []string{`antrea_controller_lb_releases_total{pool="vip"} 1`}, samples(body, "antrea_controller_lb_releases_total"))
 	require.Equal(t, []string{
 		`antrea_controller_lb_pool_addresses{pool="proxy"} 1`,
+		`antrea_controller_lb_pool_addresses{pool="proxy-ranges"} 1`,
 		`antrea_controller_lb_pool_addresses{pool="sel"} 1`,
 		`antrea_controller_lb_pool_addresses{pool="vip"} 4`,
 		`antrea_controller_lb_pool_addresses_used{pool="proxy"} 1`,
+		`antrea_controller_lb_pool_addresses_used{pool="proxy-ranges"} 0`,
 		`antrea_controller_lb_pool_addresses_used{pool="sel"} 0`,
 		`antrea_controller_lb_pool_addresses_used{pool="vip"} 0`,
 	}, samples(body, "antrea_controller_lb_pool_addresses"))

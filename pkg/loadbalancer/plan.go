@@ -137,7 +137,7 @@ func evaluate(svc *v1.Service, res ipam.Result, bad []conditions.Unmet) evaluati
 			unmet = append(unmet, conditions.Unmet{Feature: conditions.FeatureSessionAffinity,
 				Why: where + " is reached through an external proxy, so the client IP seen is the proxy's"})
 		}
-		if len(svc.Spec.LoadBalancerSourceRanges) > 0 {
+		if len(svc.Spec.LoadBalancerSourceRanges) > 0 && !proxiesEnforceSourceRanges(res.Assigned) {
 			// A security control that cannot be enforced: always refused.
 			e.unsupported = append(e.unsupported, conditions.Unmet{Feature: conditions.FeatureLoadBalancerSourceRanges,
 				Why: where + " is reached through an external proxy, so source ranges cannot be enforced"})
@@ -153,6 +153,17 @@ func evaluate(svc *v1.Service, res ipam.Result, bad []conditions.Unmet) evaluati
 		}
 	}
 	return e
+}
+
+// proxiesEnforceSourceRanges reports whether the external proxy of every Proxy-mode address
+// assigned enforces loadBalancerSourceRanges (the pool says so: proxyEnforcesSourceRanges).
+func proxiesEnforceSourceRanges(as []ipam.Assignment) bool {
+	for _, a := range as {
+		if a.Pool.Mode == v1.LoadBalancerIPModeProxy && !a.Pool.ProxyEnforcesSourceRanges {
+			return false
+		}
+	}
+	return true
 }
 
 func proxyAddrs(as []ipam.Assignment) []netip.Addr {

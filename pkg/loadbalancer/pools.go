@@ -41,7 +41,7 @@ func poolSpec(c config.IPPool) (ipam.PoolSpec, error) {
 	if err != nil {
 		return ipam.PoolSpec{}, fmt.Errorf("pool %q: %w", c.Name, err)
 	}
-	spec := ipam.PoolSpec{Name: c.Name, Mode: v1.LoadBalancerIPMode(c.IPMode)}
+	spec := ipam.PoolSpec{Name: c.Name, Mode: v1.LoadBalancerIPMode(c.IPMode), ProxyEnforcesSourceRanges: c.ProxyEnforcesSourceRanges}
 	if c.IPMode == "" {
 		spec.Mode = v1.LoadBalancerIPModeVIP
 	}

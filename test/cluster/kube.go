@@ -77,8 +77,18 @@ func (c *Cluster) InstallArgsWithPool(pool netip.Prefix, ipMode string) []string
 		"--set", "ovs.datapathType=netdev",
 		"--set", "antreaProxy.proxyAll=true",
 		"--set", "kubeAPIServerOverride=" + c.APIServer,
-		"--set-json", fmt.Sprintf(`lbPools=[{"name":"cluster","cidrs":[%q],"ipMode":%q}]`, pool, ipMode),
+		"--set-json", poolValue(pool, ipMode),
 	}
+}
+
+// poolValue is the chart's lbPools with one pool, named cluster. A Proxy pool states that its
+// proxy (ProxyLB) enforces loadBalancerSourceRanges, as it does.
+func poolValue(pool netip.Prefix, ipMode string) string {
+	enforces := ""
+	if ipMode == "Proxy" {
+		enforces = `,"proxyEnforcesSourceRanges":true`
+	}
+	return fmt.Sprintf(`lbPools=[{"name":"cluster","cidrs":[%q],"ipMode":%q%s}]`, pool, ipMode, enforces)
 }
 
 // ChartPath is the chart in the repository.

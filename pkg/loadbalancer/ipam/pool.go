@@ -39,6 +39,9 @@ type PoolSpec struct {
 	NodeSelector labels.Selector
 	// Scope restricts the Services that may use the pool.
 	Scope Scope
+	// ProxyEnforcesSourceRanges (Proxy pools): the external proxy enforces
+	// loadBalancerSourceRanges.
+	ProxyEnforcesSourceRanges bool
 }
 
 // Pool is a configured pool of addresses.
@@ -51,8 +54,11 @@ type Pool struct {
 	// addresses (VIP pools); labels.Everything() when not configured.
 	NodeSelector labels.Selector
 	// Scope restricts the Services that may use the pool.
-	Scope  Scope
-	ranges []Range
+	Scope Scope
+	// ProxyEnforcesSourceRanges (Proxy pools): the external proxy enforces
+	// loadBalancerSourceRanges.
+	ProxyEnforcesSourceRanges bool
+	ranges                    []Range
 }
 
 // NewPool builds one pool from its spec.
@@ -69,7 +75,8 @@ func NewPool(s PoolSpec) (*Pool, error) {
 	if sel == nil {
 		sel = labels.Everything()
 	}
-	return &Pool{Name: s.Name, Mode: s.Mode, NodeSelector: sel, Scope: s.Scope, ranges: s.Ranges}, nil
+	return &Pool{Name: s.Name, Mode: s.Mode, NodeSelector: sel, Scope: s.Scope,
+		ProxyEnforcesSourceRanges: s.ProxyEnforcesSourceRanges, ranges: s.Ranges}, nil
 }
 
 // Contains reports whether a belongs to the pool.

@@ -12,7 +12,7 @@ BINARIES := antrea-agent antctl antrea-cni antrea-controller
 UNIT_PKGS = $(shell $(GO) list ./...)
 INTEGRATION_RUN := 'Integration|RealOVS|TestStart|TestNetNS|TestEcho|TestOfctl|TestClient'
 
-.PHONY: all build setup test test-unit test-integration test-e2e test-conformance fuzz bench lint fmt generate demo demo-down clean helm manifest images test-cluster demo-cluster demo-cluster-down bench-scale test-upstream-e2e test-upstream-conformance e2e-upstream-build
+.PHONY: all build setup test test-unit test-integration test-e2e test-conformance fuzz stress bench lint fmt generate demo demo-down clean helm manifest images test-cluster demo-cluster demo-cluster-down bench-scale test-upstream-e2e test-upstream-conformance e2e-upstream-build
 
 all: build
 
@@ -61,6 +61,10 @@ bench-scale: setup
 bench: setup
 	$(GO) test ./pkg/ovs/openflow/ofctl -run '^$$' -bench . -benchtime 3x
 	$(GO) test ./pkg/proxy/... -run '^$$' -bench . -benchtime 3x
+
+# stress: the concurrent packages' fast tests under -race STRESS_COUNT times (default 20).
+stress:
+	@bash hack/test.sh stress
 
 # lint: gofmt, go vet and staticcheck (built from hack/tools/staticcheck) with every build tag set
 # of the suites (hack/lint.sh).

@@ -10,6 +10,8 @@
 #   bench-scale  antrea-agent and kube-proxy side by side at BENCH_SIZES (or BENCH_SERVICES) Services (default 10000)
 #                × BENCH_ENDPOINTS endpoints (default 10), BENCH_CHANGES changes (default 50);
 #                prints the table of docs/performance.md (test/bench, build tag bench)
+#   stress       the concurrent packages' fast tests under -race STRESS_COUNT times (default 20):
+#                the proxier, the healer, the LoadBalancer controller, the reject responder
 #   fuzz         every Go fuzz target (func FuzzXxx in a _test.go file) for FUZZTIME each
 #                (default 60s), one after another; fails if any finds a crasher
 set -euo pipefail
@@ -67,6 +69,15 @@ run_fuzz() {
   printf '%s' "$summary"
   return $failed
 }
+# run_stress repeats the fast tests of the packages with the most concurrency (sync loop and
+# replays, healer checks, controller workers, responder) under the race detector, to find
+# interleavings a single run misses.
+run_stress() {
+  local n=${STRESS_COUNT:-20}
+  echo "== stress: go test -race -short -count=$n over the concurrent packages =="
+  CGO_ENABLED=1 go test -race -short -count="$n" -timeout 30m \
+    ./pkg/proxy/... ./pkg/healer/... ./pkg/loadbalancer/... ./pkg/agent/...
+}
 run_integration() {
   echo "== integration tests (real Open vSwitch, userspace datapath; slower) =="
   go test -count=1 -timeout 30m $pkgs
@@ -120,6 +131,7 @@ case "$suite" in
   all) run_unit; run_integration ;;
   conformance) run_conformance ;;
   fuzz) run_fuzz ;;
+  stress) run_stress ;;
   bench-scale) run_bench_scale ;;
-  *) echo "usage: $0 unit|integration|e2e|conformance|demo|all|fuzz|bench-scale" >&2; exit 2 ;;
+  *) echo "usage: $0 unit|integration|e2e|conformance|demo|all|fuzz|stress|bench-scale" >&2; exit 2 ;;
 esac

@@ -30,7 +30,6 @@ type Node struct {
 type nodeConfig struct {
 	apiServer  string // https://10.123.0.1:<port>
 	caFile     string
-	caPEM      []byte
 	pauseImage string
 	dnsIP      netip.Addr // the kube-dns ClusterIP, the Pods' nameserver
 }

@@ -6,7 +6,7 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 export PATH=/usr/local/go/bin:$PATH
 SC=_output/bin/staticcheck
-TAGS=("" "e2e demo" "cluster upstream clusterdemo")
+TAGS=("" "e2e demo" "cluster upstream clusterdemo" "bench")
 
 step() { echo "lint: $*" >&2; }
 

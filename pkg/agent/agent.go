@@ -78,13 +78,14 @@ func Setup(ctx context.Context, cfg *config.AgentConfig, events proxy.EventSink)
 	}
 	opts.Events = events
 	limits := setupRateLimits(ctx, cfg, db, of, &opts)
-	obs := newObservers(cfg, &opts)
+	obs := newObservers(cfg, opts.FullSyncPeriod)
 	obs.metrics.Registry().MustRegister(newRateLimitCollector(metrics.Namespace, of, opts.RejectMeters, opts.Round,
 		cfg.AntreaProxy.RateLimits.WithDefaults()))
-	opts.Observer = append(opts.Observer.(observe.Observers), newStartupRelease())
+	extra := []observe.Observer{newStartupRelease()}
 	if dp != nil {
-		opts.Observer = append(opts.Observer.(observe.Observers), dp)
+		extra = append(extra, dp)
 	}
+	opts.Observer = obs.list(extra...)
 	p, err := proxy.New(opts, of)
 	if err != nil {
 		db.Close()

@@ -3,13 +3,13 @@ package agent
 import (
 	"context"
 	"path/filepath"
+	"time"
 
 	"k8s.io/klog/v2"
 
 	"github.com/antrea-proxy/antrea-proxy/pkg/config"
 	"github.com/antrea-proxy/antrea-proxy/pkg/httpserver"
 	"github.com/antrea-proxy/antrea-proxy/pkg/ovs/ofconn"
-	"github.com/antrea-proxy/antrea-proxy/pkg/proxy"
 	"github.com/antrea-proxy/antrea-proxy/pkg/proxy/healthcheck"
 	"github.com/antrea-proxy/antrea-proxy/pkg/proxy/metrics"
 	"github.com/antrea-proxy/antrea-proxy/pkg/proxy/observe"
@@ -26,11 +26,11 @@ type observers struct {
 	limits httpLimiters
 }
 
-// newObservers builds the observers and registers them in opts.
-func newObservers(cfg *config.AgentConfig, opts *proxy.Options) *observers {
+// newObservers builds the observers; list returns them as the proxier's observer.
+func newObservers(cfg *config.AgentConfig, fullSyncPeriod time.Duration) *observers {
 	o := &observers{
 		metrics: metrics.NewRecorder(nil),
-		health:  healthcheck.NewProxyHealth(opts.FullSyncPeriod, nil),
+		health:  healthcheck.NewProxyHealth(fullSyncPeriod, nil),
 		limits:  newHTTPLimiters(),
 	}
 	o.metrics.Registry().MustRegister(o.limits.collector())
@@ -42,8 +42,12 @@ func newObservers(cfg *config.AgentConfig, opts *proxy.Options) *observers {
 			klog.ErrorS(e, "Cannot serve a Service's healthCheckNodePort; retrying at the next sync", "reason", healthcheck.EventReason)
 		},
 	})
-	opts.Observer = observe.Observers{o.metrics, o.health, o.services.Observer()}
 	return o
+}
+
+// list returns the observers, then extra, as one observer of the proxier.
+func (o *observers) list(extra ...observe.Observer) observe.Observers {
+	return append(observe.Observers{o.metrics, o.health, o.services.Observer()}, extra...)
 }
 
 // start serves metrics and health as configured and runs the reject responder until ctx is done.

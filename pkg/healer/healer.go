@@ -53,11 +53,18 @@ const (
 	DefaultRetryMax       = 30 * time.Second
 )
 
+// Counter is what the healer reads of the bridge: flow counts and table statistics. Both
+// OpenFlow backends implement it.
+type Counter interface {
+	openflow.FlowCounter
+	openflow.TableCounter
+}
+
 // Options configures a Healer.
 type Options struct {
-	// Counter counts the flows on the bridge; it is passed to every Owner's Verify. Nil disables
-	// the periodic check.
-	Counter openflow.FlowCounter
+	// Counter counts the flows on the bridge (passed to every Owner's Verify) and reads its
+	// table statistics (the cheap periodic check). Nil disables the periodic check.
+	Counter Counter
 	// Owners are replayed in this order (gateway, pods, proxier).
 	Owners []Owner
 	// Resets receives a value every time the OpenFlow connection to ovs-vswitchd is back after

@@ -81,6 +81,11 @@ type fakeCounter struct{}
 
 func (fakeCounter) CountFlows(context.Context, openflow.FlowFilter) (int, error) { return 0, nil }
 
+// TableStats fails, so every check verifies every owner (the statistics request failed).
+func (fakeCounter) TableStats(context.Context) ([]openflow.TableStats, error) {
+	return nil, errors.New("no table statistics")
+}
+
 type fixture struct {
 	h      *Healer
 	clk    *clocktesting.FakeClock

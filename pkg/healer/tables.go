@@ -117,18 +117,14 @@ func (e expectation) surplus(stats []openflow.TableStats) (map[uint8]int, bool) 
 // reply with what the table owners installed plus the surplus recorded at the last full check,
 // and verifies every owner (replaying those that mismatch) only when they differ, when the
 // statistics request failed, and every FullCheckEvery table checks; while a table owner cannot
-// tell (its bundle is in flight) it does nothing. Without one it verifies every owner.
+// tell (its bundle is in flight) it does nothing.
 func (h *Healer) check(ctx context.Context) {
 	if h.opts.Counter == nil {
 		return
 	}
 	h.opMu.Lock()
 	defer h.opMu.Unlock()
-	tc, ok := h.opts.Counter.(openflow.TableCounter)
-	if !ok {
-		h.verifyAllLocked(ctx)
-		return
-	}
+	tc := h.opts.Counter
 	vs, ok := h.versions()
 	var before expectation
 	if ok {

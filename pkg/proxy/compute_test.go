@@ -14,6 +14,13 @@ import (
 // bundleRecorder keeps every bundle applied, rendered, and accepts it.
 type bundleRecorder struct{ bundles [][]string }
 
+func (r *bundleRecorder) CountFlows(context.Context, of.FlowFilter) (int, error) {
+	return 0, errNoCounts
+}
+func (r *bundleRecorder) TableStats(context.Context) ([]of.TableStats, error) {
+	return nil, errNoCounts
+}
+
 func (r *bundleRecorder) Apply(_ context.Context, ops []of.Op) error {
 	out := make([]string, len(ops))
 	for i, op := range ops {

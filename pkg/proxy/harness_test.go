@@ -12,7 +12,6 @@ import (
 	"k8s.io/apimachinery/pkg/util/intstr"
 	clocktesting "k8s.io/utils/clock/testing"
 
-	of "github.com/antrea-proxy/antrea-proxy/pkg/ovs/openflow"
 	"github.com/antrea-proxy/antrea-proxy/pkg/ovs/openflow/openflowtest"
 	"github.com/antrea-proxy/antrea-proxy/pkg/proxy/model"
 )
@@ -51,7 +50,7 @@ func newHarnessOn(t *testing.T, opts Options, b *openflowtest.FakeBridge) *harne
 
 // realHarness is a harness whose proxier installs into b (a real OVS, or the fake through
 // newHarnessOn), with the test Node.
-func realHarness(t *testing.T, opts Options, b of.Bridge) *harness {
+func realHarness(t *testing.T, opts Options, b Bridge) *harness {
 	t.Helper()
 	p, err := New(opts, b)
 	if err != nil {

@@ -8,7 +8,6 @@ import (
 	v1 "k8s.io/api/core/v1"
 	discovery "k8s.io/api/discovery/v1"
 
-	of "github.com/antrea-proxy/antrea-proxy/pkg/ovs/openflow"
 	"github.com/antrea-proxy/antrea-proxy/pkg/ovs/openflow/native"
 	"github.com/antrea-proxy/antrea-proxy/pkg/ovs/openflow/ofctl"
 	"github.com/antrea-proxy/antrea-proxy/pkg/pipeline"
@@ -83,10 +82,10 @@ func TestIntegrationLargeGroupsDumpable(t *testing.T) {
 	o := ovssandbox.Start(t, ovssandbox.Options{})
 	backends := []struct {
 		name string
-		open func(t *testing.T, sock string) of.Bridge
+		open func(t *testing.T, sock string) Bridge
 	}{
-		{"ofctl", func(_ *testing.T, sock string) of.Bridge { return ofctl.New(sock) }},
-		{"native", func(t *testing.T, sock string) of.Bridge {
+		{"ofctl", func(_ *testing.T, sock string) Bridge { return ofctl.New(sock) }},
+		{"native", func(t *testing.T, sock string) Bridge {
 			b := native.New(sock, ofctl.New(sock))
 			t.Cleanup(b.Close)
 			return b

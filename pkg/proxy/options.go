@@ -10,9 +10,19 @@ import (
 	"k8s.io/utils/clock"
 
 	"github.com/antrea-proxy/antrea-proxy/pkg/config"
+	of "github.com/antrea-proxy/antrea-proxy/pkg/ovs/openflow"
 	"github.com/antrea-proxy/antrea-proxy/pkg/proxy/model"
 	"github.com/antrea-proxy/antrea-proxy/pkg/proxy/observe"
 )
+
+// Bridge is what the proxier needs of the OpenFlow backend: Apply and dumps, flow counts (to
+// verify what it installed and to see that OVS lost it) and table statistics (a cheap first look
+// at each full resync). Both backends and the fake implement it.
+type Bridge interface {
+	of.Bridge
+	of.FlowCounter
+	of.TableCounter
+}
 
 // EventSink receives the Warning events the proxier raises about a Service (quarantined after
 // OVS rejected its ops, losing a contested flow); pkg/agent turns them into Kubernetes Events.

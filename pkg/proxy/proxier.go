@@ -30,7 +30,7 @@ import (
 // (under p.mu), then after-commit work (conntrack flushes, events, observer) without p.mu.
 type Proxier struct {
 	opts   Options
-	bridge of.Bridge
+	bridge Bridge
 	track  *tracker.Tracker
 	runner *runner
 	round  uint16
@@ -115,7 +115,7 @@ type Proxier struct {
 }
 
 // New returns a Proxier that installs through bridge, in round opts.Round.
-func New(opts Options, bridge of.Bridge) (*Proxier, error) {
+func New(opts Options, bridge Bridge) (*Proxier, error) {
 	opts.defaults()
 	if err := opts.validate(); err != nil {
 		return nil, err

@@ -151,18 +151,14 @@ func (p *Proxier) replay(ctx context.Context) error {
 }
 
 // ovsLostState reports whether OVS holds other flows of this round than the proxier installed
-// (counted through the bridge when it can count): after a rejected bundle it tells a vswitchd
+// (counted through the bridge): after a rejected bundle it tells a vswitchd
 // restart or flush, which calls for a replay, from a Service whose ops OVS refuses.
 func (p *Proxier) ovsLostState(ctx context.Context) bool {
-	c, ok := p.bridge.(of.FlowCounter)
-	if !ok {
-		return false
-	}
 	want, _, synced := p.expectedFlows()
 	if !synced {
 		return false
 	}
-	match, err := p.countsMatch(ctx, c, want)
+	match, err := p.countsMatch(ctx, p.bridge, want)
 	return err == nil && !match
 }
 
@@ -174,10 +170,6 @@ func (p *Proxier) ovsLostState(ctx context.Context) bool {
 // lost flows are the healer's to find, which compares every table every few seconds where it is
 // set up. At most one check runs at a time.
 func (p *Proxier) checkDrift(ctx context.Context) {
-	c, ok := p.bridge.(of.FlowCounter)
-	if !ok {
-		return
-	}
 	select {
 	case p.driftCheck <- struct{}{}:
 	default:
@@ -188,7 +180,7 @@ func (p *Proxier) checkDrift(ctx context.Context) {
 		if !p.tablesShort(ctx) {
 			return
 		}
-		ok, err := p.Verify(ctx, c)
+		ok, err := p.Verify(ctx, p.bridge)
 		if err != nil || ok {
 			return
 		}
@@ -205,15 +197,11 @@ func (p *Proxier) checkDrift(ctx context.Context) {
 // flight), so that the caller counts per category. The other writers' flows make up for a few
 // lost ones of the proxier's: those are the healer's to find, table by table.
 func (p *Proxier) tablesShort(ctx context.Context) bool {
-	tc, ok := p.bridge.(of.TableCounter)
-	if !ok {
-		return true
-	}
 	want, _, synced := p.expectedFlows()
 	if !synced {
 		return true
 	}
-	stats, err := tc.TableStats(ctx)
+	stats, err := p.bridge.TableStats(ctx)
 	if err != nil {
 		klog.V(2).InfoS("Reading OVS's table statistics failed; counting the proxier's flows instead", "err", err)
 		return true

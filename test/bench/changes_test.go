@@ -4,7 +4,6 @@ package bench
 
 import (
 	"context"
-	"fmt"
 	"sync"
 	"testing"
 	"time"
@@ -119,6 +118,3 @@ func checkMeasured(t *testing.T, sides []*side, res []*result, floor floorResult
 		t.Errorf("native floor not measured: %s", floor.NativeErr)
 	}
 }
-
-// ms formats seconds as milliseconds.
-func ms(s float64) string { return fmt.Sprintf("%.0f ms", s*1000) }

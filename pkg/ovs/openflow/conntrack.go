@@ -39,12 +39,3 @@ func (t CtTuple) String() string {
 	}
 	return strings.Join(p, ",")
 }
-
-// FormatCtFlush renders one ct-flush request: "zone=Z ORIG [REPLY]".
-func FormatCtFlush(zone uint16, orig, reply CtTuple) string {
-	s := "zone=" + strconv.Itoa(int(zone)) + " " + orig.String()
-	if r := reply.String(); r != "" {
-		s += " " + r
-	}
-	return s
-}

@@ -29,12 +29,11 @@ const (
 )
 
 // Delegate serves what the native connection does not: flow dumps, counts and aggregate
-// statistics (multipart replies) and conntrack flushes. *ofctl.Bridge implements it.
+// statistics (multipart replies). *ofctl.Bridge implements it.
 type Delegate interface {
 	DumpFlows(ctx context.Context, filter openflow.FlowFilter) ([]openflow.Flow, error)
 	CountFlows(ctx context.Context, filter openflow.FlowFilter) (int, error)
 	AggregateStats(ctx context.Context, filter openflow.FlowFilter) (openflow.AggregateStats, error)
-	FlushConntrack(ctx context.Context, zone uint16, orig, reply openflow.CtTuple) error
 }
 
 // Reset describes a connection established after an earlier one was lost (ovs-vswitchd
@@ -113,7 +112,7 @@ func withMaxMessageLen(n int) Option { return func(o *options) { o.maxMessageLen
 
 // New returns a Bridge for target ("unix:<rundir>/<bridge>.mgmt" or "tcp:<host>:<port>"). It
 // connects on the first Apply, or when Run starts. delegate serves DumpFlows, CountFlows and
-// FlushConntrack; nil makes them fail.
+// AggregateStats; nil makes them fail.
 func New(target string, delegate Delegate, opts ...Option) *Bridge {
 	o := options{applyBase: DefaultApplyTimeout, applyPerOp: DefaultApplyOpTimeout, dialTimeout: DefaultDialTimeout,
 		conn:       connOptions{echoInterval: DefaultEchoInterval, echoTimeout: DefaultEchoTimeout, writeTimeout: DefaultApplyTimeout},
@@ -259,12 +258,4 @@ func (b *Bridge) AggregateStats(ctx context.Context, filter openflow.FlowFilter)
 		return openflow.AggregateStats{}, errors.New("native openflow bridge: no delegate for aggregate statistics")
 	}
 	return b.delegate.AggregateStats(ctx, filter)
-}
-
-// FlushConntrack asks the delegate to flush conntrack entries.
-func (b *Bridge) FlushConntrack(ctx context.Context, zone uint16, orig, reply openflow.CtTuple) error {
-	if b.delegate == nil {
-		return errors.New("native openflow bridge: no delegate for conntrack flushes")
-	}
-	return b.delegate.FlushConntrack(ctx, zone, orig, reply)
 }

@@ -282,14 +282,3 @@ func (b *Bridge) output(ctx context.Context, cmd string, args []string) (string,
 	}
 	return stdout.String(), nil
 }
-
-// FlushConntrack deletes the conntrack entries of zone whose original direction matches orig and
-// whose reply direction matches reply (`ovs-ofctl ct-flush`).
-func (b *Bridge) FlushConntrack(ctx context.Context, zone uint16, orig, reply openflow.CtTuple) error {
-	args := []string{"-O", "OpenFlow15", "ct-flush", b.target, "zone=" + strconv.Itoa(int(zone)), orig.String()}
-	if r := reply.String(); r != "" {
-		args = append(args, r)
-	}
-	_, err := b.output(ctx, "ct-flush", args)
-	return err
-}

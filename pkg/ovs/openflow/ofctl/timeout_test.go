@@ -42,7 +42,6 @@ func TestEveryRunHasADeadlineAndTimesOut(t *testing.T) {
 		{"dump-flows", call, func() error { _, err := b.DumpFlows(ctx, openflow.FlowFilter{}); return err }},
 		{"dump-aggregate", call, func() error { _, err := b.CountFlows(ctx, openflow.FlowFilter{}); return err }},
 		{"dump-groups", call, func() error { _, err := b.DumpGroups(ctx); return err }},
-		{"ct-flush", call, func() error { return b.FlushConntrack(ctx, 1, openflow.CtTuple{}, openflow.CtTuple{}) }},
 	}
 	for i, c := range checks {
 		err := c.run()

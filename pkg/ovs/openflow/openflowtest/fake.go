@@ -139,6 +139,26 @@ func (b *FakeBridge) CountFlows(ctx context.Context, filter openflow.FlowFilter)
 	return n, nil
 }
 
+// TableStats reports every table holding a flow with its flow count, as OVS's table statistics
+// do (no packet counters: the fake forwards no packets).
+func (b *FakeBridge) TableStats(ctx context.Context) ([]openflow.TableStats, error) {
+	if err := ctx.Err(); err != nil {
+		return nil, err
+	}
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	per := map[uint8]uint64{}
+	for _, f := range b.st.flows {
+		per[f.Table]++
+	}
+	out := make([]openflow.TableStats, 0, len(per))
+	for t, n := range per {
+		out = append(out, openflow.TableStats{Table: t, Active: n})
+	}
+	slices.SortFunc(out, func(a, b openflow.TableStats) int { return int(a.Table) - int(b.Table) })
+	return out, nil
+}
+
 // Apply executes ops in order as one transaction, validating each op against the state left by
 // the ops before it. On any error nothing changes; a validation error is an *OpError naming the
 // op. Calls with a cancelled ctx are rejected with ctx.Err() and not recorded; every other call

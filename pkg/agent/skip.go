@@ -4,7 +4,7 @@ import (
 	"k8s.io/apimachinery/pkg/util/sets"
 
 	"github.com/antrea-proxy/antrea-proxy/pkg/config"
-	"github.com/antrea-proxy/antrea-proxy/pkg/proxy/model"
+	"github.com/antrea-proxy/antrea-proxy/pkg/model"
 )
 
 // skipSet hands the proxier the skipServices entries exactly as pkg/config parsed and

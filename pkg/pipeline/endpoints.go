@@ -3,7 +3,7 @@ package pipeline
 import (
 	"slices"
 
-	"github.com/antrea-proxy/antrea-proxy/pkg/proxy/model"
+	"github.com/antrea-proxy/antrea-proxy/pkg/model"
 )
 
 // endpointSets are the endpoints of one Service port in one family that receive new connections.

@@ -2,7 +2,7 @@ package pipeline
 
 import (
 	of "github.com/antrea-proxy/antrea-proxy/pkg/ovs/openflow"
-	"github.com/antrea-proxy/antrea-proxy/pkg/proxy/model"
+	"github.com/antrea-proxy/antrea-proxy/pkg/model"
 )
 
 // MaxGroupBuckets is the most endpoints one select group holds. Open vSwitch answers a group

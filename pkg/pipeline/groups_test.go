@@ -11,7 +11,7 @@ import (
 	of "github.com/antrea-proxy/antrea-proxy/pkg/ovs/openflow"
 	"github.com/antrea-proxy/antrea-proxy/pkg/ovs/openflow/native"
 	"github.com/antrea-proxy/antrea-proxy/pkg/ovs/openflow/oftrace"
-	"github.com/antrea-proxy/antrea-proxy/pkg/proxy/model"
+	"github.com/antrea-proxy/antrea-proxy/pkg/model"
 )
 
 // manyEndpoints returns n ready endpoints of one family, none on the node.

@@ -4,7 +4,7 @@ import (
 	"net/netip"
 
 	of "github.com/antrea-proxy/antrea-proxy/pkg/ovs/openflow"
-	"github.com/antrea-proxy/antrea-proxy/pkg/proxy/model"
+	"github.com/antrea-proxy/antrea-proxy/pkg/model"
 )
 
 // MaxAffinityTimeout is the longest session affinity an OpenFlow learn action can carry

@@ -7,7 +7,7 @@ import (
 	"testing"
 
 	of "github.com/antrea-proxy/antrea-proxy/pkg/ovs/openflow"
-	"github.com/antrea-proxy/antrea-proxy/pkg/proxy/model"
+	"github.com/antrea-proxy/antrea-proxy/pkg/model"
 )
 
 // TestExternalPolicyLocalServesTheNodeItself: with externalTrafficPolicy=Local and no local

@@ -6,7 +6,7 @@ import (
 	"testing"
 
 	of "github.com/antrea-proxy/antrea-proxy/pkg/ovs/openflow"
-	"github.com/antrea-proxy/antrea-proxy/pkg/proxy/model"
+	"github.com/antrea-proxy/antrea-proxy/pkg/model"
 )
 
 // TestSourceRangesOfTheNodeItself: with loadBalancerSourceRanges, the node's own connections

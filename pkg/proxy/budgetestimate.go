@@ -2,7 +2,7 @@ package proxy
 
 import (
 	"github.com/antrea-proxy/antrea-proxy/pkg/pipeline"
-	"github.com/antrea-proxy/antrea-proxy/pkg/proxy/model"
+	"github.com/antrea-proxy/antrea-proxy/pkg/model"
 )
 
 // estimateCost returns an upper bound of the OpenFlow entries (flows and group buckets) the

@@ -12,7 +12,7 @@ import (
 
 	of "github.com/antrea-proxy/antrea-proxy/pkg/ovs/openflow"
 	"github.com/antrea-proxy/antrea-proxy/pkg/pipeline"
-	"github.com/antrea-proxy/antrea-proxy/pkg/proxy/model"
+	"github.com/antrea-proxy/antrea-proxy/pkg/model"
 )
 
 // desired is what one Service needs: per owner, its group and flows.
@@ -83,7 +83,7 @@ func (c *computation) prepare(nn types.NamespacedName) {
 	if svc := p.services[nn]; svc != nil && !p.budget.isRefused(nn) {
 		if skip, _ := model.ShouldSkipService(svc, p.opts.ServiceProxyName, p.opts.Skip); !skip {
 			ports := model.ServicePortsFromService(svc, model.ConvertOptions{
-				ProxyLoadBalancerIPs: p.opts.ProxyLoadBalancerIPs, Served: c.served, NodeName: p.opts.NodeName})
+				ProxyLoadBalancerIPs: p.opts.ProxyLoadBalancerIPs, Served: c.served})
 			// Refused addresses and tuples another Service owns are left out before any flow is
 			// built: the Service gets no flow of any variant for them.
 			j.issues = filterPorts(nn, ports, p.addrPolicy(), p.claims)

@@ -9,7 +9,7 @@ import (
 	"k8s.io/apimachinery/pkg/types"
 
 	of "github.com/antrea-proxy/antrea-proxy/pkg/ovs/openflow"
-	"github.com/antrea-proxy/antrea-proxy/pkg/proxy/model"
+	"github.com/antrea-proxy/antrea-proxy/pkg/model"
 )
 
 // serviceStatus is what was installed for one Service at its last sync.

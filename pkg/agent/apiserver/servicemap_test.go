@@ -14,7 +14,7 @@ import (
 	"github.com/antrea-proxy/antrea-proxy/pkg/agent/apiserver/apiservertest"
 	"github.com/antrea-proxy/antrea-proxy/pkg/agent/apiserver/apiv1"
 	"github.com/antrea-proxy/antrea-proxy/pkg/proxy"
-	"github.com/antrea-proxy/antrea-proxy/pkg/proxy/model"
+	"github.com/antrea-proxy/antrea-proxy/pkg/model"
 )
 
 // TestServiceMapDualStackRows: each family's row carries that family's addresses; hostname-only

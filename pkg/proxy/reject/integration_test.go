@@ -11,7 +11,7 @@ import (
 	"github.com/antrea-proxy/antrea-proxy/pkg/ovs/ofconn"
 	of "github.com/antrea-proxy/antrea-proxy/pkg/ovs/openflow"
 	"github.com/antrea-proxy/antrea-proxy/pkg/pipeline"
-	"github.com/antrea-proxy/antrea-proxy/pkg/proxy/model"
+	"github.com/antrea-proxy/antrea-proxy/pkg/model"
 	"github.com/antrea-proxy/antrea-proxy/pkg/proxy/reject"
 	"github.com/antrea-proxy/antrea-proxy/test/lab"
 )

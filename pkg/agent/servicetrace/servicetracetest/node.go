@@ -21,7 +21,7 @@ import (
 	"github.com/antrea-proxy/antrea-proxy/pkg/ovs/openflow/openflowtest"
 	"github.com/antrea-proxy/antrea-proxy/pkg/pipeline"
 	"github.com/antrea-proxy/antrea-proxy/pkg/proxy"
-	"github.com/antrea-proxy/antrea-proxy/pkg/proxy/model"
+	"github.com/antrea-proxy/antrea-proxy/pkg/model"
 )
 
 // The node: node-a (192.168.77.10), podCIDR 10.10.1.0/24, gateway antrea-gw0 on OpenFlow port 2

@@ -57,7 +57,7 @@ func newService(mutate func(*v1.Service)) *v1.Service {
 
 func ptr[T any](v T) *T { return &v }
 
-var v4Opts = ConvertOptions{ProxyLoadBalancerIPs: true, Served: Families{IPv4: true}, NodeName: "node1"}
+var v4Opts = ConvertOptions{ProxyLoadBalancerIPs: true, Served: Families{IPv4: true}}
 
 func TestServicePortsFromService(t *testing.T) {
 	tests := []struct {

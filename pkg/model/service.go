@@ -23,9 +23,6 @@ type ConvertOptions struct {
 	ProxyLoadBalancerIPs bool
 	// Served are the IP families this proxier programs; addresses of other families are dropped.
 	Served Families
-	// NodeName is this node's name. It is not used for Services today; it is carried so callers
-	// can keep one options value for Services and endpoints.
-	NodeName string
 }
 
 // ServicePortsFromService converts a Service into one ServicePort per spec.ports entry, in spec

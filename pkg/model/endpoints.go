@@ -107,8 +107,6 @@ func EndpointsForService(in []*discovery.EndpointSlice, svc types.NamespacedName
 	return out
 }
 
-// SortEndpoints sorts endpoints canonically: by IP, then port.
-func SortEndpoints(eps []Endpoint) { slices.SortFunc(eps, compareEndpoints) }
 
 // compareEndpoints orders endpoints by IP, then port.
 func compareEndpoints(a, b Endpoint) int {

@@ -9,9 +9,9 @@ import (
 	v1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
+	"github.com/antrea-proxy/antrea-proxy/pkg/model"
 	"github.com/antrea-proxy/antrea-proxy/pkg/nodenet"
 	"github.com/antrea-proxy/antrea-proxy/pkg/proxy"
-	"github.com/antrea-proxy/antrea-proxy/pkg/model"
 )
 
 type fakeRounds struct {

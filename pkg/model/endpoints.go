@@ -107,7 +107,6 @@ func EndpointsForService(in []*discovery.EndpointSlice, svc types.NamespacedName
 	return out
 }
 
-
 // compareEndpoints orders endpoints by IP, then port.
 func compareEndpoints(a, b Endpoint) int {
 	if c := a.IP.Compare(b.IP); c != 0 {

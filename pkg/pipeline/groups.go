@@ -1,8 +1,8 @@
 package pipeline
 
 import (
-	of "github.com/antrea-proxy/antrea-proxy/pkg/ovs/openflow"
 	"github.com/antrea-proxy/antrea-proxy/pkg/model"
+	of "github.com/antrea-proxy/antrea-proxy/pkg/ovs/openflow"
 )
 
 // MaxGroupBuckets is the most endpoints one select group holds. Open vSwitch answers a group

@@ -8,10 +8,10 @@ import (
 
 	"github.com/stretchr/testify/require"
 
+	"github.com/antrea-proxy/antrea-proxy/pkg/model"
 	of "github.com/antrea-proxy/antrea-proxy/pkg/ovs/openflow"
 	"github.com/antrea-proxy/antrea-proxy/pkg/ovs/openflow/native"
 	"github.com/antrea-proxy/antrea-proxy/pkg/ovs/openflow/oftrace"
-	"github.com/antrea-proxy/antrea-proxy/pkg/model"
 )
 
 // manyEndpoints returns n ready endpoints of one family, none on the node.

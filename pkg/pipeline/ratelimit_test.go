@@ -6,9 +6,9 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/antrea-proxy/antrea-proxy/pkg/model"
 	of "github.com/antrea-proxy/antrea-proxy/pkg/ovs/openflow"
 	"github.com/antrea-proxy/antrea-proxy/pkg/ovs/openflow/oftrace"
-	"github.com/antrea-proxy/antrea-proxy/pkg/model"
 )
 
 // TestRejectThroughTheClientsShard traces new connections to a Service port without endpoints,

@@ -3,8 +3,8 @@ package pipeline
 import (
 	"net/netip"
 
-	of "github.com/antrea-proxy/antrea-proxy/pkg/ovs/openflow"
 	"github.com/antrea-proxy/antrea-proxy/pkg/model"
+	of "github.com/antrea-proxy/antrea-proxy/pkg/ovs/openflow"
 )
 
 // MaxAffinityTimeout is the longest session affinity an OpenFlow learn action can carry

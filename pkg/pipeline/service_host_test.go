@@ -6,8 +6,8 @@ import (
 	"strings"
 	"testing"
 
-	of "github.com/antrea-proxy/antrea-proxy/pkg/ovs/openflow"
 	"github.com/antrea-proxy/antrea-proxy/pkg/model"
+	of "github.com/antrea-proxy/antrea-proxy/pkg/ovs/openflow"
 )
 
 // TestExternalPolicyLocalServesTheNodeItself: with externalTrafficPolicy=Local and no local

@@ -4,9 +4,9 @@ import (
 	"net/netip"
 	"testing"
 
+	"github.com/antrea-proxy/antrea-proxy/pkg/model"
 	of "github.com/antrea-proxy/antrea-proxy/pkg/ovs/openflow"
 	"github.com/antrea-proxy/antrea-proxy/pkg/ovs/openflow/oftrace"
-	"github.com/antrea-proxy/antrea-proxy/pkg/model"
 )
 
 // TestOtherPortsOfAClusterIPAreRejected traces new connections from a pod, in both families,

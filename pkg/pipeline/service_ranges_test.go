@@ -5,8 +5,8 @@ import (
 	"strings"
 	"testing"
 
-	of "github.com/antrea-proxy/antrea-proxy/pkg/ovs/openflow"
 	"github.com/antrea-proxy/antrea-proxy/pkg/model"
+	of "github.com/antrea-proxy/antrea-proxy/pkg/ovs/openflow"
 )
 
 // TestSourceRangesOfTheNodeItself: with loadBalancerSourceRanges, the node's own connections

@@ -1,8 +1,8 @@
 package proxy
 
 import (
-	"github.com/antrea-proxy/antrea-proxy/pkg/pipeline"
 	"github.com/antrea-proxy/antrea-proxy/pkg/model"
+	"github.com/antrea-proxy/antrea-proxy/pkg/pipeline"
 )
 
 // estimateCost returns an upper bound of the OpenFlow entries (flows and group buckets) the

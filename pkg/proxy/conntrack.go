@@ -8,10 +8,10 @@ import (
 
 	"k8s.io/klog/v2"
 
+	"github.com/antrea-proxy/antrea-proxy/pkg/model"
 	"github.com/antrea-proxy/antrea-proxy/pkg/ovs/conntrack"
 	of "github.com/antrea-proxy/antrea-proxy/pkg/ovs/openflow"
 	"github.com/antrea-proxy/antrea-proxy/pkg/pipeline"
-	"github.com/antrea-proxy/antrea-proxy/pkg/model"
 	"github.com/antrea-proxy/antrea-proxy/pkg/proxy/observe"
 )
 

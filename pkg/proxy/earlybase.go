@@ -8,9 +8,9 @@ import (
 
 	"k8s.io/klog/v2"
 
+	"github.com/antrea-proxy/antrea-proxy/pkg/model"
 	of "github.com/antrea-proxy/antrea-proxy/pkg/ovs/openflow"
 	"github.com/antrea-proxy/antrea-proxy/pkg/pipeline"
-	"github.com/antrea-proxy/antrea-proxy/pkg/model"
 )
 
 // InstallBaseFlows installs this round's node-level flows (pipeline.BaseFlows) without any

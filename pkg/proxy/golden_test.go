@@ -14,8 +14,8 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/util/sets"
 
-	"github.com/antrea-proxy/antrea-proxy/pkg/pipeline"
 	"github.com/antrea-proxy/antrea-proxy/pkg/model"
+	"github.com/antrea-proxy/antrea-proxy/pkg/pipeline"
 )
 
 var update = flag.Bool("update", false, "rewrite the golden files in testdata/")

@@ -12,8 +12,8 @@ import (
 	"k8s.io/apimachinery/pkg/util/intstr"
 	clocktesting "k8s.io/utils/clock/testing"
 
-	"github.com/antrea-proxy/antrea-proxy/pkg/ovs/openflow/openflowtest"
 	"github.com/antrea-proxy/antrea-proxy/pkg/model"
+	"github.com/antrea-proxy/antrea-proxy/pkg/ovs/openflow/openflowtest"
 )
 
 const testNode = "node-a"

@@ -7,9 +7,9 @@ import (
 
 	v1 "k8s.io/api/core/v1"
 
+	"github.com/antrea-proxy/antrea-proxy/pkg/model"
 	of "github.com/antrea-proxy/antrea-proxy/pkg/ovs/openflow"
 	"github.com/antrea-proxy/antrea-proxy/pkg/pipeline"
-	"github.com/antrea-proxy/antrea-proxy/pkg/model"
 )
 
 // lbFlows returns the ServiceLB flows whose destination is ip.

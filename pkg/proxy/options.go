@@ -10,8 +10,8 @@ import (
 	"k8s.io/utils/clock"
 
 	"github.com/antrea-proxy/antrea-proxy/pkg/config"
-	of "github.com/antrea-proxy/antrea-proxy/pkg/ovs/openflow"
 	"github.com/antrea-proxy/antrea-proxy/pkg/model"
+	of "github.com/antrea-proxy/antrea-proxy/pkg/ovs/openflow"
 	"github.com/antrea-proxy/antrea-proxy/pkg/proxy/observe"
 )
 

@@ -8,8 +8,8 @@ import (
 
 	"k8s.io/apimachinery/pkg/types"
 
-	of "github.com/antrea-proxy/antrea-proxy/pkg/ovs/openflow"
 	"github.com/antrea-proxy/antrea-proxy/pkg/model"
+	of "github.com/antrea-proxy/antrea-proxy/pkg/ovs/openflow"
 )
 
 // serviceStatus is what was installed for one Service at its last sync.

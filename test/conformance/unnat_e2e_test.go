@@ -18,9 +18,9 @@ import (
 	"testing"
 	"time"
 
+	"github.com/antrea-proxy/antrea-proxy/pkg/model"
 	of "github.com/antrea-proxy/antrea-proxy/pkg/ovs/openflow"
 	"github.com/antrea-proxy/antrea-proxy/pkg/pipeline"
-	"github.com/antrea-proxy/antrea-proxy/pkg/model"
 	"github.com/antrea-proxy/antrea-proxy/test/e2e/framework"
 	"github.com/antrea-proxy/antrea-proxy/test/lab"
 )

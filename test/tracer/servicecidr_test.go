@@ -4,10 +4,10 @@ import (
 	"net/netip"
 	"testing"
 
+	"github.com/antrea-proxy/antrea-proxy/pkg/model"
 	"github.com/antrea-proxy/antrea-proxy/pkg/ovs/openflow"
 	"github.com/antrea-proxy/antrea-proxy/pkg/ovs/openflow/oftrace"
 	"github.com/antrea-proxy/antrea-proxy/pkg/pipeline"
-	"github.com/antrea-proxy/antrea-proxy/pkg/model"
 )
 
 // TestServiceCIDRDrop: with the ServiceCIDRs known, a pod's new connection to an unallocated

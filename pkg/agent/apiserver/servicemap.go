@@ -9,10 +9,10 @@ import (
 	"k8s.io/apimachinery/pkg/types"
 
 	"github.com/antrea-proxy/antrea-proxy/pkg/agent/apiserver/apiv1"
+	"github.com/antrea-proxy/antrea-proxy/pkg/model"
 	of "github.com/antrea-proxy/antrea-proxy/pkg/ovs/openflow"
 	"github.com/antrea-proxy/antrea-proxy/pkg/pipeline"
 	"github.com/antrea-proxy/antrea-proxy/pkg/proxy"
-	"github.com/antrea-proxy/antrea-proxy/pkg/model"
 )
 
 // ServiceSource is what the API reads from the proxier; *proxy.Proxier implements it.

@@ -13,8 +13,8 @@ import (
 
 	"github.com/antrea-proxy/antrea-proxy/pkg/agent/apiserver/apiservertest"
 	"github.com/antrea-proxy/antrea-proxy/pkg/agent/apiserver/apiv1"
-	"github.com/antrea-proxy/antrea-proxy/pkg/proxy"
 	"github.com/antrea-proxy/antrea-proxy/pkg/model"
+	"github.com/antrea-proxy/antrea-proxy/pkg/proxy"
 )
 
 // TestServiceMapDualStackRows: each family's row carries that family's addresses; hostname-only

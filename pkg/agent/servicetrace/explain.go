@@ -10,9 +10,9 @@ import (
 	"k8s.io/apimachinery/pkg/types"
 
 	"github.com/antrea-proxy/antrea-proxy/pkg/agent/apiserver/apiv1"
+	"github.com/antrea-proxy/antrea-proxy/pkg/model"
 	"github.com/antrea-proxy/antrea-proxy/pkg/ovs/openflow/oftrace"
 	"github.com/antrea-proxy/antrea-proxy/pkg/proxy"
-	"github.com/antrea-proxy/antrea-proxy/pkg/model"
 )
 
 // How a destination address belongs to a Service port.

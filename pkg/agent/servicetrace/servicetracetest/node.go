@@ -18,10 +18,10 @@ import (
 	clocktesting "k8s.io/utils/clock/testing"
 
 	"github.com/antrea-proxy/antrea-proxy/pkg/agent/servicetrace"
+	"github.com/antrea-proxy/antrea-proxy/pkg/model"
 	"github.com/antrea-proxy/antrea-proxy/pkg/ovs/openflow/openflowtest"
 	"github.com/antrea-proxy/antrea-proxy/pkg/pipeline"
 	"github.com/antrea-proxy/antrea-proxy/pkg/proxy"
-	"github.com/antrea-proxy/antrea-proxy/pkg/model"
 )
 
 // The node: node-a (192.168.77.10), podCIDR 10.10.1.0/24, gateway antrea-gw0 on OpenFlow port 2

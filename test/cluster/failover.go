@@ -1,0 +1,319 @@
+//go:build cluster
+
+package cluster
+
+import (
+	"bufio"
+	"context"
+	"fmt"
+	"net"
+	"net/netip"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"sort"
+	"strconv"
+	"strings"
+	"sync"
+	"syscall"
+	"time"
+
+	"github.com/antrea-proxy/antrea-proxy/test/e2e/framework"
+)
+
+// This file holds what the LoadBalancer failover measurement (lbfailover_test.go) does to the
+// cluster from the host: an outside client that opens a TCP connection to an address at a fixed
+// rate, and the faults it injects into a node (killing processes, freezing the node).
+
+// hostProber opens a TCP connection from the host's externalClient address to addr every
+// interval, each in its own goroutine, and records every attempt (connect and read the echo
+// server's first line, bounded by timeout).
+type hostProber struct {
+	addr              string
+	interval, timeout time.Duration
+	mu                sync.Mutex
+	attempts          []framework.ProbeAttempt
+	stop              chan struct{}
+	loop, inFlight    sync.WaitGroup
+}
+
+func startHostProber(addr string, interval, timeout time.Duration) *hostProber {
+	p := &hostProber{addr: addr, interval: interval, timeout: timeout, stop: make(chan struct{})}
+	p.loop.Add(1)
+	go func() {
+		defer p.loop.Done()
+		tick := time.NewTicker(interval)
+		defer tick.Stop()
+		for {
+			p.inFlight.Add(1)
+			go p.attempt()
+			select {
+			case <-p.stop:
+				return
+			case <-tick.C:
+			}
+		}
+	}()
+	return p
+}
+
+func (p *hostProber) attempt() {
+	defer p.inFlight.Done()
+	a := framework.ProbeAttempt{Start: time.Now()}
+	a.Server, a.Err = p.echo()
+	a.End = time.Now()
+	p.mu.Lock()
+	p.attempts = append(p.attempts, a)
+	p.mu.Unlock()
+}
+
+func (p *hostProber) echo() (string, error) {
+	d := net.Dialer{Timeout: p.timeout, LocalAddr: &net.TCPAddr{IP: net.IP(externalClient.Addr().AsSlice())}}
+	conn, err := d.Dial("tcp", p.addr)
+	if err != nil {
+		return "", err
+	}
+	defer conn.Close()
+	_ = conn.SetDeadline(time.Now().Add(p.timeout))
+	line, err := bufio.NewReader(conn).ReadString('\n')
+	if err != nil {
+		return "", fmt.Errorf("reading the reply: %w", err)
+	}
+	r, err := framework.ParseEchoReply(strings.TrimSpace(line))
+	return r.Server, err
+}
+
+// done returns the attempts finished so far, by start time.
+func (p *hostProber) done() []framework.ProbeAttempt {
+	p.mu.Lock()
+	out := append([]framework.ProbeAttempt(nil), p.attempts...)
+	p.mu.Unlock()
+	sort.Slice(out, func(i, j int) bool { return out[i].Start.Before(out[j].Start) })
+	return out
+}
+
+// Stop ends probing and returns every attempt once those in flight finished.
+func (p *hostProber) Stop() []framework.ProbeAttempt {
+	close(p.stop)
+	p.loop.Wait()
+	p.inFlight.Wait()
+	return p.done()
+}
+
+// waitHealthy waits until every attempt started in the last window (of those that had the time
+// to finish) succeeded, with the window starting at or after since.
+func (p *hostProber) waitHealthy(since time.Time, window, timeout time.Duration) error {
+	ctx := context.Background()
+	what := fmt.Sprintf("connections to %s to succeed for %v in a row after %s", p.addr, window, since.Format("15:04:05.000"))
+	return framework.Poll(ctx, timeout, what, func(context.Context) (bool, string, error) {
+		end := time.Now().Add(-p.timeout)
+		begin := end.Add(-window)
+		if begin.Before(since) {
+			return false, "the window has not passed yet", nil
+		}
+		n := 0
+		for _, a := range p.done() {
+			if a.Start.Before(begin) || a.Start.After(end) {
+				continue
+			}
+			if !a.OK() {
+				return false, fmt.Sprintf("the attempt of %s failed: %v", a.Start.Format("15:04:05.000"), a.Err), nil
+			}
+			n++
+		}
+		return n >= int(window/p.interval)/2, fmt.Sprintf("%d attempts in the window", n), nil
+	})
+}
+
+// slowest returns the longest successful attempt and how many took over a second (a SYN the
+// client had to send again).
+func slowest(as []framework.ProbeAttempt) (time.Duration, int) {
+	var worst time.Duration
+	slow := 0
+	for _, a := range as {
+		if !a.OK() {
+			continue
+		}
+		d := a.End.Sub(a.Start)
+		worst = max(worst, d)
+		if d > time.Second {
+			slow++
+		}
+	}
+	return worst, slow
+}
+
+// nodePIDs returns the processes of a node (everything below its cgroup in the pids hierarchy)
+// whose command name is one of comms; every process when comms is empty.
+func nodePIDs(node string, comms ...string) ([]int, error) {
+	root := filepath.Join("/sys/fs/cgroup/pids", node)
+	var pids []int
+	err := filepath.WalkDir(root, func(path string, d os.DirEntry, err error) error {
+		if err != nil || d.IsDir() || d.Name() != "cgroup.procs" {
+			return err
+		}
+		b, err := os.ReadFile(path)
+		if err != nil {
+			return nil // the cgroup went away
+		}
+		for _, f := range strings.Fields(string(b)) {
+			pid, err := strconv.Atoi(f)
+			if err != nil {
+				continue
+			}
+			comm, _ := os.ReadFile(fmt.Sprintf("/proc/%d/comm", pid))
+			if len(comms) == 0 || contains(comms, strings.TrimSpace(string(comm))) {
+				pids = append(pids, pid)
+			}
+		}
+		return nil
+	})
+	return pids, err
+}
+
+func contains(list []string, s string) bool {
+	for _, x := range list {
+		if x == s {
+			return true
+		}
+	}
+	return false
+}
+
+// killNodeProcesses sends SIGKILL to the node's processes named comms and returns their PIDs;
+// it fails unless every name matched one.
+func killNodeProcesses(node string, comms ...string) ([]int, error) {
+	pids, err := nodePIDs(node, comms...)
+	if err != nil {
+		return nil, err
+	}
+	seen := map[string]bool{}
+	for _, pid := range pids {
+		comm, _ := os.ReadFile(fmt.Sprintf("/proc/%d/comm", pid))
+		seen[strings.TrimSpace(string(comm))] = true
+		if err := syscall.Kill(pid, syscall.SIGKILL); err != nil {
+			return pids, fmt.Errorf("SIGKILL %d: %w", pid, err)
+		}
+	}
+	for _, c := range comms {
+		if !seen[c] {
+			return pids, fmt.Errorf("no process %q on node %s", c, node)
+		}
+	}
+	return pids, nil
+}
+
+// freezer is the node's cgroup in the v1 freezer hierarchy: freezing it stops every process of
+// the node (kubelet, containerd, its shims, every container) at once, as a hung machine would.
+func freezer(node string) string {
+	return filepath.Join("/sys/fs/cgroup/freezer", node, "freezer.state")
+}
+
+// setFrozen freezes (true) or thaws the node and waits until the kernel reports the state.
+func setFrozen(node string, frozen bool) error {
+	want := "THAWED"
+	if frozen {
+		want = "FROZEN"
+	}
+	if err := os.WriteFile(freezer(node), []byte(want), 0o644); err != nil {
+		return err
+	}
+	return framework.Poll(context.Background(), 30*time.Second, "node "+node+" "+want, func(context.Context) (bool, string, error) {
+		b, err := os.ReadFile(freezer(node))
+		got := strings.TrimSpace(string(b))
+		return err == nil && got == want, got, nil
+	})
+}
+
+// neighborMAC is the host's neighbour entry for ip on the underlay ("" if none).
+func neighborMAC(ip netip.Addr) string {
+	out, err := runOut("ip", "neigh", "show", ip.String(), "dev", hostVeth)
+	if err != nil {
+		return ""
+	}
+	f := strings.Fields(out)
+	for i := 0; i+1 < len(f); i++ {
+		if f[i] == "lladdr" {
+			return f[i+1]
+		}
+	}
+	return ""
+}
+
+// uplinkMAC is the MAC address of a node's eth0.
+func uplinkMAC(node string) (string, error) {
+	out, err := runOut("ip", "-n", node, "-o", "link", "show", "eth0")
+	if err != nil {
+		return "", err
+	}
+	f := strings.Fields(out)
+	for i := 0; i+1 < len(f); i++ {
+		if f[i] == "link/ether" {
+			return f[i+1], nil
+		}
+	}
+	return "", fmt.Errorf("no MAC address in %q", out)
+}
+
+// runOut runs a command and returns its output, with an error naming it.
+func runOut(args ...string) (string, error) {
+	out, err := exec.Command(args[0], args[1:]...).CombinedOutput()
+	if err != nil {
+		return string(out), fmt.Errorf("%s: %w: %s", strings.Join(args, " "), err, strings.TrimSpace(string(out)))
+	}
+	return string(out), nil
+}
+
+// logFollower collects the output of `kubectl logs -f` of one container until it ends.
+type logFollower struct {
+	mu    sync.Mutex
+	out   []string
+	ended chan struct{}
+}
+
+// followLogs follows a container's log from now on; it ends with the container.
+func (c *Cluster) followLogs(namespace, pod, container string) *logFollower {
+	l := &logFollower{ended: make(chan struct{})}
+	cmd := exec.Command(filepath.Join(c.Root, "_output", "bin", "kubectl"), "--kubeconfig", c.Kubeconfig,
+		"-n", namespace, "logs", "-f", pod, "-c", container, "--since=1s")
+	stdout, err := cmd.StdoutPipe()
+	if err == nil {
+		err = cmd.Start()
+	}
+	if err != nil {
+		l.out = append(l.out, "following the log: "+err.Error())
+		close(l.ended)
+		return l
+	}
+	go func() {
+		defer close(l.ended)
+		sc := bufio.NewScanner(stdout)
+		for sc.Scan() {
+			l.mu.Lock()
+			l.out = append(l.out, sc.Text())
+			l.mu.Unlock()
+		}
+		_ = cmd.Wait()
+	}()
+	return l
+}
+
+// lines waits (at most 30 s) for the log to end and returns its lines containing one of subs.
+func (l *logFollower) lines(subs ...string) string {
+	select {
+	case <-l.ended:
+	case <-time.After(30 * time.Second):
+	}
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	var b strings.Builder
+	for _, line := range l.out {
+		for _, s := range subs {
+			if strings.Contains(line, s) {
+				b.WriteString(line + "\n")
+				break
+			}
+		}
+	}
+	return b.String()
+}

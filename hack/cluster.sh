@@ -5,6 +5,8 @@
 #   hack/cluster.sh test      make images, then TestRealCluster (make test-cluster)
 #   hack/cluster.sh demo      the same cluster with the chart installed, left running (make demo-cluster)
 #   hack/cluster.sh failover  TestClusterLBFailover on three nodes (make test-cluster-failover)
+#   hack/cluster.sh migration TestClusterKubeProxyMigration: from kube-proxy to antrea-proxy and
+#                             back on a live cluster (make test-cluster-migration)
 #   hack/cluster.sh upstream  the upstream Kubernetes e2e suite against the cluster (make test-upstream-e2e,
 #                             docs/conformance.md; hack/build-e2e.sh builds it, IMAGES_E2E=1 the agnhost image)
 #   hack/cluster.sh down      stop the demo cluster
@@ -89,12 +91,14 @@ case "${1:-}" in
     trap 'exit 130' INT TERM
     CLUSTER_NODES=$NODES go test -count=1 -tags cluster -run '^TestRealCluster$' -timeout 30m -v ./test/cluster/
     ;;
-  failover)
+  failover|migration)
+    name=TestClusterLBFailover
+    [ "$1" = migration ] && name=TestClusterKubeProxyMigration
     prepare
     save_sysctls
     trap 'cleanup; restore_sysctls' EXIT
     trap 'exit 130' INT TERM
-    go test -count=1 -tags cluster -run '^TestClusterLBFailover$' -timeout 30m -v ./test/cluster/
+    CLUSTER_NODES=$NODES go test -count=1 -tags cluster -run "^$name\$" -timeout 30m -v ./test/cluster/
     ;;
   upstream)
     export IMAGES_E2E=1
@@ -132,5 +136,5 @@ case "${1:-}" in
     restore_sysctls
     log "demo cluster removed"
     ;;
-  *) echo "usage: $0 test|failover|demo|upstream|down|cleanup" >&2; exit 2 ;;
+  *) echo "usage: $0 test|failover|migration|demo|upstream|down|cleanup" >&2; exit 2 ;;
 esac

@@ -11,11 +11,11 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
-	"sort"
 	"strconv"
 	"strings"
 	"sync"
 	"syscall"
+	"testing"
 	"time"
 
 	"github.com/antrea-proxy/antrea-proxy/test/e2e/framework"
@@ -25,104 +25,30 @@ import (
 // cluster from the host: an outside client that opens a TCP connection to an address at a fixed
 // rate, and the faults it injects into a node (killing processes, freezing the node).
 
-// hostProber opens a TCP connection from the host's externalClient address to addr every
-// interval, each in its own goroutine, and records every attempt (connect and read the echo
-// server's first line, bounded by timeout).
-type hostProber struct {
-	addr              string
-	interval, timeout time.Duration
-	mu                sync.Mutex
-	attempts          []framework.ProbeAttempt
-	stop              chan struct{}
-	loop, inFlight    sync.WaitGroup
-}
-
-func startHostProber(addr string, interval, timeout time.Duration) *hostProber {
-	p := &hostProber{addr: addr, interval: interval, timeout: timeout, stop: make(chan struct{})}
-	p.loop.Add(1)
-	go func() {
-		defer p.loop.Done()
-		tick := time.NewTicker(interval)
-		defer tick.Stop()
-		for {
-			p.inFlight.Add(1)
-			go p.attempt()
-			select {
-			case <-p.stop:
-				return
-			case <-tick.C:
-			}
-		}
-	}()
-	return p
-}
-
-func (p *hostProber) attempt() {
-	defer p.inFlight.Done()
-	a := framework.ProbeAttempt{Start: time.Now()}
-	a.Server, a.Err = p.echo()
-	a.End = time.Now()
-	p.mu.Lock()
-	p.attempts = append(p.attempts, a)
-	p.mu.Unlock()
-}
-
-func (p *hostProber) echo() (string, error) {
-	d := net.Dialer{Timeout: p.timeout, LocalAddr: &net.TCPAddr{IP: net.IP(externalClient.Addr().AsSlice())}}
-	conn, err := d.Dial("tcp", p.addr)
-	if err != nil {
-		return "", err
+// installForOutsideClient installs the chart with InstallArgs and extra (later values win),
+// waits for the agents, the controller and the Nodes, and lets the host reach the LoadBalancer
+// pool from externalClient, as a client outside the cluster.
+func (c *Cluster) installForOutsideClient(t *testing.T, extra ...string) {
+	t.Helper()
+	args := append([]string{"install", "antrea-proxy", c.ChartPath(), "--namespace", Namespace}, c.InstallArgs()...)
+	c.Helm(t, append(args, extra...)...)
+	c.WaitAgentsRolled(t, 5*time.Minute)
+	c.WaitDeploymentAvailable(t, Namespace, "antrea-controller", 3*time.Minute)
+	c.WaitNodesReady(t)
+	if err := c.AddExternalClient(); err != nil {
+		t.Fatal(err)
 	}
-	defer conn.Close()
-	_ = conn.SetDeadline(time.Now().Add(p.timeout))
-	line, err := bufio.NewReader(conn).ReadString('\n')
-	if err != nil {
-		return "", fmt.Errorf("reading the reply: %w", err)
+	if err := RouteIntoUnderlay(LBPool); err != nil {
+		t.Fatal(err)
 	}
-	r, err := framework.ParseEchoReply(strings.TrimSpace(line))
-	return r.Server, err
 }
 
-// done returns the attempts finished so far, by start time.
-func (p *hostProber) done() []framework.ProbeAttempt {
-	p.mu.Lock()
-	out := append([]framework.ProbeAttempt(nil), p.attempts...)
-	p.mu.Unlock()
-	sort.Slice(out, func(i, j int) bool { return out[i].Start.Before(out[j].Start) })
-	return out
-}
-
-// Stop ends probing and returns every attempt once those in flight finished.
-func (p *hostProber) Stop() []framework.ProbeAttempt {
-	close(p.stop)
-	p.loop.Wait()
-	p.inFlight.Wait()
-	return p.done()
-}
-
-// waitHealthy waits until every attempt started in the last window (of those that had the time
-// to finish) succeeded, with the window starting at or after since.
-func (p *hostProber) waitHealthy(since time.Time, window, timeout time.Duration) error {
-	ctx := context.Background()
-	what := fmt.Sprintf("connections to %s to succeed for %v in a row after %s", p.addr, window, since.Format("15:04:05.000"))
-	return framework.Poll(ctx, timeout, what, func(context.Context) (bool, string, error) {
-		end := time.Now().Add(-p.timeout)
-		begin := end.Add(-window)
-		if begin.Before(since) {
-			return false, "the window has not passed yet", nil
-		}
-		n := 0
-		for _, a := range p.done() {
-			if a.Start.Before(begin) || a.Start.After(end) {
-				continue
-			}
-			if !a.OK() {
-				return false, fmt.Sprintf("the attempt of %s failed: %v", a.Start.Format("15:04:05.000"), a.Err), nil
-			}
-			n++
-		}
-		return n >= int(window/p.interval)/2, fmt.Sprintf("%d attempts in the window", n), nil
-	})
+// hostProbe opens a TCP connection from the host's externalClient address to addr every
+// interval, each bounded by timeout (connect and read the echo server's first line).
+func hostProbe(addr string, interval, timeout time.Duration) *framework.Prober {
+	d := net.Dialer{LocalAddr: &net.TCPAddr{IP: net.IP(externalClient.Addr().AsSlice())}}
+	return framework.StartDialerProber("the host ("+externalClient.Addr().String()+")", d, addr,
+		framework.ProberOptions{Interval: interval, Timeout: timeout})
 }
 
 // slowest returns the longest successful attempt and how many took over a second (a SYN the

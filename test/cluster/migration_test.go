@@ -41,17 +41,7 @@ func TestClusterKubeProxyMigration(t *testing.T) {
 		}
 	}
 	startKubeProxies()
-	c.Helm(t, append(append([]string{"install", "antrea-proxy", c.ChartPath(), "--namespace", Namespace}, c.InstallArgs()...),
-		"--set", "antreaProxy.proxyAll=false")...)
-	c.WaitAgentsRolled(t, 5*time.Minute)
-	c.WaitDeploymentAvailable(t, Namespace, "antrea-controller", 3*time.Minute)
-	c.WaitNodesReady(t)
-	if err := c.AddExternalClient(); err != nil {
-		t.Fatal(err)
-	}
-	if err := RouteIntoUnderlay(LBPool); err != nil {
-		t.Fatal(err)
-	}
+	c.installForOutsideClient(t, "--set", "antreaProxy.proxyAll=false")
 	c.CreateWorkloads(t)
 	nodePort := createNodePort(t, c)
 	c.WaitDeploymentAvailable(t, DemoNamespace, "echo", 3*time.Minute)
@@ -62,12 +52,12 @@ func TestClusterKubeProxyMigration(t *testing.T) {
 		waitKubeProxyTable(t, n, svc.Spec.ClusterIP)
 	}
 
-	m := &migration{c: c, probers: map[string]prober{
-		"ClusterIP " + svc.Spec.ClusterIP + ":80 from " + c.Nodes[0].Name + "'s host network": nsProber{framework.StartProber(
-			&framework.NetNS{Name: c.Nodes[0].Name}, net.JoinHostPort(svc.Spec.ClusterIP, "80"), framework.ProberOptions{Interval: 100 * time.Millisecond})},
-		fmt.Sprintf("NodePort %s:%d from outside", c.Nodes[len(c.Nodes)-1].IP, nodePort): startHostProber(
+	m := &migration{c: c, probers: map[string]*framework.Prober{
+		"ClusterIP " + svc.Spec.ClusterIP + ":80 from " + c.Nodes[0].Name + "'s host network": framework.StartProber(
+			&framework.NetNS{Name: c.Nodes[0].Name}, net.JoinHostPort(svc.Spec.ClusterIP, "80"), framework.ProberOptions{Interval: 100 * time.Millisecond}),
+		fmt.Sprintf("NodePort %s:%d from outside", c.Nodes[len(c.Nodes)-1].IP, nodePort): hostProbe(
 			net.JoinHostPort(c.Nodes[len(c.Nodes)-1].IP.String(), strconv.Itoa(nodePort)), 100*time.Millisecond, 2*time.Second),
-		"LoadBalancer IP " + vip + ":80 from outside": startHostProber(net.JoinHostPort(vip, "80"), 100*time.Millisecond, 2*time.Second),
+		"LoadBalancer IP " + vip + ":80 from outside": hostProbe(net.JoinHostPort(vip, "80"), 100*time.Millisecond, 2*time.Second),
 	}}
 	defer m.stopAll()
 	m.waitHealthy(t, time.Now())
@@ -127,32 +117,15 @@ func TestClusterKubeProxyMigration(t *testing.T) {
 	t.Logf("the long-lived connection from the client Pod: longest wait between two answers %v, lost to the netdev limit: %d", ka.maxGap.Round(time.Millisecond), ka.losses)
 }
 
-// prober is what the migration's clients have in common: a hostProber or an nsProber.
-type prober interface {
-	Stop() []framework.ProbeAttempt
-	// done returns the attempts finished so far; the prober keeps running.
-	done() []framework.ProbeAttempt
-	waitHealthy(since time.Time, window, timeout time.Duration) error
-}
-
-// nsProber is a framework.Prober, which probes from a network namespace.
-type nsProber struct{ *framework.Prober }
-
-func (p nsProber) done() []framework.ProbeAttempt { return p.Attempts() }
-
-func (p nsProber) waitHealthy(since time.Time, window, timeout time.Duration) error {
-	return p.WaitHealthy(context.Background(), since, window, timeout)
-}
-
 type migration struct {
 	c       *Cluster
-	probers map[string]prober
+	probers map[string]*framework.Prober
 }
 
 // waitHealthy waits until every prober answered for 2 s in a row after since.
 func (m *migration) waitHealthy(t *testing.T, since time.Time) {
 	for name, p := range m.probers {
-		if err := p.waitHealthy(since, 2*time.Second, 3*time.Minute); err != nil {
+		if err := p.WaitHealthy(context.Background(), since, 2*time.Second, 3*time.Minute); err != nil {
 			t.Fatalf("%s: %v", name, err)
 		}
 	}
@@ -163,7 +136,7 @@ func (m *migration) report(t *testing.T, what string, at time.Time) {
 	var b strings.Builder
 	for name, p := range m.probers {
 		var since []framework.ProbeAttempt
-		for _, a := range p.done() {
+		for _, a := range p.Attempts() {
 			if !a.Start.Before(at) {
 				since = append(since, a)
 			}

@@ -3,7 +3,6 @@
 package cluster
 
 import (
-	"bufio"
 	"context"
 	"fmt"
 	"net"
@@ -11,12 +10,14 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"sort"
 	"strconv"
 	"strings"
-	"sync"
 	"syscall"
 	"testing"
 	"time"
+
+	corev1 "k8s.io/api/core/v1"
 
 	"github.com/antrea-proxy/antrea-proxy/test/e2e/framework"
 )
@@ -190,50 +191,39 @@ func runOut(args ...string) (string, error) {
 	return string(out), nil
 }
 
-// logFollower collects the output of `kubectl logs -f` of one container until it ends.
+// logFollower follows one container's log file on its node (tail -F), from the current end:
+// the lines a container writes while it stops are kept even once its Pod is gone.
 type logFollower struct {
-	mu    sync.Mutex
-	out   []string
-	ended chan struct{}
+	cmd *exec.Cmd
+	out *strings.Builder
+	err error
 }
 
-// followLogs follows a container's log from now on; it ends with the container.
-func (c *Cluster) followLogs(namespace, pod, container string) *logFollower {
-	l := &logFollower{ended: make(chan struct{})}
-	cmd := exec.Command(filepath.Join(c.Root, "_output", "bin", "kubectl"), "--kubeconfig", c.Kubeconfig,
-		"-n", namespace, "logs", "-f", pod, "-c", container, "--since=1s")
-	stdout, err := cmd.StdoutPipe()
-	if err == nil {
-		err = cmd.Start()
-	}
-	if err != nil {
-		l.out = append(l.out, "following the log: "+err.Error())
-		close(l.ended)
+// followLogs follows the newest log file of a container of pod on node.
+func (c *Cluster) followLogs(node *Node, pod *corev1.Pod, container string) *logFollower {
+	dir := filepath.Join(node.Dir, "fs", "var", "log", "pods", pod.Namespace+"_"+pod.Name+"_"+string(pod.UID), container)
+	files, _ := filepath.Glob(filepath.Join(dir, "*.log"))
+	l := &logFollower{out: &strings.Builder{}}
+	if len(files) == 0 {
+		l.err = fmt.Errorf("no log file in %s", dir)
 		return l
 	}
-	go func() {
-		defer close(l.ended)
-		sc := bufio.NewScanner(stdout)
-		for sc.Scan() {
-			l.mu.Lock()
-			l.out = append(l.out, sc.Text())
-			l.mu.Unlock()
-		}
-		_ = cmd.Wait()
-	}()
+	sort.Strings(files)
+	l.cmd = exec.Command("tail", "-n", "0", "-F", files[len(files)-1])
+	l.cmd.Stdout = l.out
+	l.err = l.cmd.Start()
 	return l
 }
 
-// lines waits (at most 30 s) for the log to end and returns its lines containing one of subs.
+// lines stops following and returns the lines containing one of subs.
 func (l *logFollower) lines(subs ...string) string {
-	select {
-	case <-l.ended:
-	case <-time.After(30 * time.Second):
+	if l.err != nil {
+		return l.err.Error()
 	}
-	l.mu.Lock()
-	defer l.mu.Unlock()
+	_ = l.cmd.Process.Kill()
+	_ = l.cmd.Wait()
 	var b strings.Builder
-	for _, line := range l.out {
+	for _, line := range strings.Split(l.out.String(), "\n") {
 		for _, s := range subs {
 			if strings.Contains(line, s) {
 				b.WriteString(line + "\n")
@@ -242,4 +232,23 @@ func (l *logFollower) lines(subs ...string) string {
 		}
 	}
 	return b.String()
+}
+
+// watchNeighbors records, with timestamps, every change of the host's neighbour entries on the
+// underlay link (ip monitor neigh) while the scenario runs, and logs those of ip when it ends:
+// they show when the host learned which node answers for the address.
+func (c *Cluster) watchNeighbors(t *testing.T, ip netip.Addr) {
+	var out strings.Builder
+	cmd := exec.Command("ip", "-ts", "monitor", "neigh", "dev", hostVeth)
+	cmd.Stdout = &out
+	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true, Pdeathsig: syscall.SIGKILL}
+	if err := cmd.Start(); err != nil {
+		t.Logf("ip monitor neigh: %v", err)
+		return
+	}
+	t.Cleanup(func() {
+		_ = cmd.Process.Kill()
+		_ = cmd.Wait()
+		t.Logf("the host's neighbour entry of %s (ip monitor neigh):\n%s", ip, grepLines(out.String(), ip.String()+" "))
+	})
 }

@@ -100,7 +100,13 @@ func TestClusterKubeProxyMigration(t *testing.T) {
 	ka.wait(t, 3)
 	m.report(t, fmt.Sprintf("kube-proxy -> antrea-proxy (helm upgrade proxyAll=true: agents rolled in %v; kube-proxy stopped and cleaned up)", upgraded.Round(time.Second)), at)
 	t.Logf("the long-lived connection from the client Pod: longest wait between two answers %v, lost to the netdev limit: %d", ka.maxGap.Round(time.Millisecond), ka.losses)
-	m.reportAgentPorts(t)
+	// kube-proxy held its healthz and metrics ports (antrea-agent's defaults too) when the
+	// agents started: a restart lets them serve there.
+	m.reportAgentPorts(t, false)
+	rollAgents(t, c, 1)
+	m.waitHealthy(t, time.Now())
+	m.reportAgentPorts(t, true)
+	m.report(t, "kube-proxy -> antrea-proxy, with the agents restarted at the end", at)
 
 	// And back: kube-proxy first, then antrea-agent without proxyAll.
 	at = time.Now()
@@ -157,13 +163,16 @@ func (m *migration) stopAll() {
 	}
 }
 
-// reportAgentPorts logs whether each agent serves /healthz on kube-proxy's port 10256 once
-// kube-proxy is gone (kube-proxy held it when the agents started).
-func (m *migration) reportAgentPorts(t *testing.T) {
+// reportAgentPorts logs whether each agent serves /healthz on kube-proxy's port 10256 now that
+// kube-proxy is gone, and fails the test when one does not and must.
+func (m *migration) reportAgentPorts(t *testing.T, must bool) {
 	for _, n := range m.c.Nodes {
 		out, err := runOut("ip", "netns", "exec", n.Name, "timeout", "3", "bash", "-c",
 			`exec 3<>/dev/tcp/127.0.0.1/10256 && printf 'GET /healthz HTTP/1.0\r\n\r\n' >&3 && head -n1 <&3`)
-		t.Logf("%s: antrea-agent's healthz on 127.0.0.1:10256 after the migration: %q %v", n.Name, strings.TrimSpace(out), err)
+		t.Logf("%s: healthz on 127.0.0.1:10256: %q %v", n.Name, strings.TrimSpace(out), err)
+		if must && (err != nil || !strings.Contains(out, "200")) {
+			t.Errorf("%s: antrea-agent does not serve /healthz on 10256 after its restart", n.Name)
+		}
 	}
 }
 

@@ -92,7 +92,7 @@ test-cluster: setup build
 	@bash hack/cluster.sh test
 
 # test-cluster-failover: LoadBalancer IP failover measured on three real nodes (TestClusterLBFailover:
-# agent + ovs-vswitchd killed, node frozen, kubectl drain, agent Pod deleted), about 8 minutes.
+# agent + ovs-vswitchd killed, node frozen, kubectl drain, agent Pod deleted): about 4 minutes.
 test-cluster-failover: setup build
 	@bash hack/cluster.sh failover
 

@@ -21,7 +21,8 @@ import (
 // TestClusterKubeProxyMigration is `make test-cluster-migration`: a cluster that runs kube-proxy
 // (nftables mode) and the chart with antreaProxy.proxyAll=false moves to antrea-proxy alone with
 // the sequence of docs/getting-started.md "Migrating from kube-proxy" (helm upgrade
-// proxyAll=true, then kube-proxy stopped and `kube-proxy --cleanup` on every node), and back,
+// proxyAll=true, then kube-proxy stopped and `kube-proxy --cleanup` on every node, then the agents
+// restarted to take kube-proxy's healthz and metrics ports), and back,
 // while clients keep a long-lived connection from a Pod to a ClusterIP and open new connections
 // every 100 ms from a node's host network to the ClusterIP and from outside to a NodePort and an
 // LoadBalancer IP. It reports the failed connections and the longest gap of each, fails when one
@@ -78,23 +79,7 @@ func TestClusterKubeProxyMigration(t *testing.T) {
 	c.Helm(t, "upgrade", "antrea-proxy", c.ChartPath(), "--namespace", Namespace, "--reuse-values", "--set", "antreaProxy.proxyAll=true")
 	c.WaitAgentsRolled(t, 5*time.Minute)
 	upgraded := time.Since(at)
-	for _, n := range c.Nodes {
-		proxies[n.Name].stop()
-		out, err := c.kubeProxyCleanup(n)
-		if err != nil {
-			t.Fatal(err)
-		}
-		t.Logf("kube-proxy --cleanup on %s: %s", n.Name, lastLine(out))
-	}
-	for _, n := range c.Nodes {
-		left, err := kubeProxyLeftovers(n)
-		if err != nil {
-			t.Fatal(err)
-		}
-		if len(left) > 0 {
-			t.Errorf("node %s keeps kube-proxy's rules after the clean-up:\n%s", n.Name, strings.Join(left, "\n"))
-		}
-	}
+	m.removeKubeProxy(t, proxies)
 	checkHostReachesKubernetes(t, c)
 	m.waitHealthy(t, time.Now())
 	ka.wait(t, 3)
@@ -126,6 +111,30 @@ func TestClusterKubeProxyMigration(t *testing.T) {
 type migration struct {
 	c       *Cluster
 	probers map[string]*framework.Prober
+}
+
+// removeKubeProxy stops kube-proxy on every node, runs `kube-proxy --cleanup` there and checks
+// that none of its nftables tables or iptables chains is left.
+func (m *migration) removeKubeProxy(t *testing.T, proxies map[string]*kubeProxy) {
+	for _, n := range m.c.Nodes {
+		proxies[n.Name].stop()
+		out, err := m.c.kubeProxyCleanup(n)
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Logf("kube-proxy --cleanup on %s: exit 0, %d lines of log", n.Name, strings.Count(out, "\n"))
+	}
+	for _, n := range m.c.Nodes {
+		left, err := kubeProxyLeftovers(n)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if len(left) > 0 {
+			t.Errorf("node %s keeps kube-proxy's rules after the clean-up:\n%s", n.Name, strings.Join(left, "\n"))
+		} else {
+			t.Logf("%s: no kube-proxy table in `nft list tables`, no kube-proxy chain in iptables-save/ip6tables-save", n.Name)
+		}
+	}
 }
 
 // waitHealthy waits until every prober answered for 2 s in a row after since.

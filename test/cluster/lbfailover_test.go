@@ -35,8 +35,10 @@ const failoverNamespace = "failover"
 // and thawed, (c) it is drained with kubectl drain, (d) its agent Pod is deleted (SIGTERM to the
 // agent and antrea-ovs: Lease release and handover). The echo Pods run on the third node, which
 // never announces (node.kubernetes.io/exclude-from-external-load-balancers), so what is measured
-// is the address's move, not the loss of endpoints. Targets: answers again within failoverBound
-// after (a) and (b), no failed connection for (c) and (d).
+// is the address's move, not the loss of endpoints; antrea-controller runs there too (a failure of
+// the node running it delays every move). Targets: answers again within failoverBound after (a)
+// and (b), no failed connection for (c) and (d). Last, (d) again with the antrea-ovs container
+// stopping at once (OVS_STOP_WAIT=0), reported for comparison.
 func TestClusterLBFailover(t *testing.T) {
 	c := Start(t, 3)
 	dumpAgentGoroutinesOnFailure(t, c)

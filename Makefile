@@ -12,7 +12,7 @@ BINARIES := antrea-agent antctl antrea-cni antrea-controller
 UNIT_PKGS = $(shell $(GO) list ./...)
 INTEGRATION_RUN := 'Integration|RealOVS|TestStart|TestNetNS|TestEcho|TestOfctl|TestClient'
 
-.PHONY: all build setup test test-unit test-integration test-e2e test-conformance fuzz stress bench lint fmt generate demo demo-down clean helm manifest images test-cluster demo-cluster demo-cluster-down bench-scale test-upstream-e2e test-upstream-conformance e2e-upstream-build
+.PHONY: all build setup test test-unit test-integration test-e2e test-conformance fuzz stress bench lint fmt generate demo demo-down clean helm manifest images test-cluster demo-cluster demo-cluster-down test-cluster-failover test-cluster-migration bench-scale test-upstream-e2e test-upstream-conformance e2e-upstream-build
 
 all: build
 
@@ -95,6 +95,16 @@ images:
 # sets the node count (default 2).
 test-cluster: setup build
 	@bash hack/cluster.sh test
+
+# test-cluster-failover: LoadBalancer IP failover measured on three real nodes (TestClusterLBFailover:
+# agent + ovs-vswitchd killed, node frozen, kubectl drain, agent Pod deleted): about 4 minutes.
+test-cluster-failover: setup build
+	@bash hack/cluster.sh failover
+
+# test-cluster-migration: a live cluster moved from kube-proxy (nftables mode) to antrea-proxy
+# (proxyAll) and back under traffic (TestClusterKubeProxyMigration, docs/getting-started.md).
+test-cluster-migration: setup build
+	@bash hack/cluster.sh migration
 
 # test-upstream-e2e: the upstream Kubernetes e2e suite (e2e.test of k8s.io/kubernetes, built by
 # hack/build-e2e.sh) against that cluster: the Services and LoadBalancers specs of SIG Network,

@@ -4,6 +4,9 @@
 #
 #   hack/cluster.sh test      make images, then TestRealCluster (make test-cluster)
 #   hack/cluster.sh demo      the same cluster with the chart installed, left running (make demo-cluster)
+#   hack/cluster.sh failover  TestClusterLBFailover on three nodes (make test-cluster-failover)
+#   hack/cluster.sh migration TestClusterKubeProxyMigration: from kube-proxy to antrea-proxy and
+#                             back on a live cluster (make test-cluster-migration)
 #   hack/cluster.sh upstream  the upstream Kubernetes e2e suite against the cluster (make test-upstream-e2e,
 #                             docs/conformance.md; hack/build-e2e.sh builds it, IMAGES_E2E=1 the agnhost image);
 #                             UPSTREAM_E2E_IPMODE=Proxy runs the LoadBalancers specs with a Proxy pool
@@ -91,6 +94,15 @@ case "${1:-}" in
     trap 'exit 130' INT TERM
     CLUSTER_NODES=$NODES go test -count=1 -tags cluster -run '^TestRealCluster$' -timeout 30m -v ./test/cluster/
     ;;
+  failover|migration)
+    name=TestClusterLBFailover
+    [ "$1" = migration ] && name=TestClusterKubeProxyMigration
+    prepare
+    save_sysctls
+    trap 'cleanup; restore_sysctls' EXIT
+    trap 'exit 130' INT TERM
+    CLUSTER_NODES=$NODES go test -count=1 -tags cluster -run "^$name\$" -timeout 30m -v ./test/cluster/
+    ;;
   upstream|conformance)
     if [ "$1" = conformance ]; then
       export UPSTREAM_E2E_FOCUS='\[sig-network\] Services .*\[Conformance\]' UPSTREAM_E2E_IPMODE=VIP
@@ -130,5 +142,5 @@ case "${1:-}" in
     restore_sysctls
     log "demo cluster removed"
     ;;
-  *) echo "usage: $0 test|demo|upstream|conformance|down|cleanup" >&2; exit 2 ;;
+  *) echo "usage: $0 test|failover|migration|demo|upstream|conformance|down|cleanup" >&2; exit 2 ;;
 esac

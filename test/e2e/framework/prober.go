@@ -36,7 +36,9 @@ func (a ProbeAttempt) OK() bool { return a.Err == nil }
 // Interval, each in its own goroutine, so that an outage does not slow the rate down, and records
 // the time and outcome of every attempt.
 type Prober struct {
-	ns       *NetNS
+	// from names where the connections come from; echo makes one attempt.
+	from     string
+	echo     func(ctx context.Context, addr string, timeout time.Duration) (EchoReply, error)
 	addr     string
 	opts     ProberOptions
 	started  time.Time
@@ -50,13 +52,20 @@ type Prober struct {
 
 // StartProber starts probing addr from ns; Stop ends it.
 func StartProber(ns *NetNS, addr string, opts ProberOptions) *Prober {
+	echo := func(ctx context.Context, addr string, timeout time.Duration) (EchoReply, error) {
+		return ns.Echo(ctx, "tcp", addr, timeout)
+	}
+	return startProber("netns "+ns.Name, echo, addr, opts)
+}
+
+func startProber(from string, echo func(context.Context, string, time.Duration) (EchoReply, error), addr string, opts ProberOptions) *Prober {
 	if opts.Interval <= 0 {
 		opts.Interval = 50 * time.Millisecond
 	}
 	if opts.Timeout <= 0 {
 		opts.Timeout = 2 * time.Second
 	}
-	p := &Prober{ns: ns, addr: addr, opts: opts, started: time.Now(), stop: make(chan struct{}), loopDone: make(chan struct{})}
+	p := &Prober{from: from, echo: echo, addr: addr, opts: opts, started: time.Now(), stop: make(chan struct{}), loopDone: make(chan struct{})}
 	go p.loop()
 	return p
 }
@@ -79,7 +88,7 @@ func (p *Prober) loop() {
 func (p *Prober) attempt() {
 	defer p.inFlight.Done()
 	start := time.Now()
-	r, err := p.ns.Echo(context.Background(), "tcp", p.addr, p.opts.Timeout)
+	r, err := p.echo(context.Background(), p.addr, p.opts.Timeout)
 	a := ProbeAttempt{Start: start, End: time.Now(), Server: r.Server, Err: err}
 	p.mu.Lock()
 	p.attempts = append(p.attempts, a)
@@ -111,8 +120,8 @@ func (p *Prober) Stop() []ProbeAttempt {
 // have finished, i.e. started more than Timeout ago) succeeded, and that window began at or after
 // since. It fails after timeout, saying what the attempts since since looked like.
 func (p *Prober) WaitHealthy(ctx context.Context, since time.Time, window, timeout time.Duration) error {
-	what := fmt.Sprintf("connections from netns %s to %s to succeed for %v in a row (after %s)",
-		p.ns.Name, p.addr, window, since.Format("15:04:05.000"))
+	what := fmt.Sprintf("connections from %s to %s to succeed for %v in a row (after %s)",
+		p.from, p.addr, window, since.Format("15:04:05.000"))
 	minAttempts := int(window/p.opts.Interval) / 2
 	return Poll(ctx, timeout, what, func(context.Context) (bool, string, error) {
 		end := time.Now().Add(-p.opts.Timeout)

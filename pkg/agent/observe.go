@@ -52,15 +52,11 @@ func (o *observers) list(extra ...observe.Observer) observe.Observers {
 
 // start serves metrics and health as configured and runs the reject responder until ctx is done.
 func (o *observers) start(ctx context.Context, cfg *config.AgentConfig) {
-	serve := func(name, addr string, fn func(context.Context, string, *httpserver.Limiter) error, lim *httpserver.Limiter) {
+	serve := func(name, addr string, fn serveFunc, lim *httpserver.Limiter) {
 		if addr == config.Off {
 			return
 		}
-		go func() {
-			if err := fn(ctx, addr, lim); err != nil && ctx.Err() == nil {
-				klog.ErrorS(err, "Serving failed", "what", name, "address", addr)
-			}
-		}()
+		go serveRetrying(ctx, name, addr, fn, lim, time.Second)
 		klog.InfoS("Serving", "what", name, "address", addr)
 	}
 	serve("metrics", cfg.AntreaProxy.MetricsBindAddress, o.metrics.Serve, o.limits.metrics)
@@ -79,4 +75,27 @@ func (o *observers) start(ctx context.Context, cfg *config.AgentConfig) {
 		<-ctx.Done()
 		o.services.Close()
 	}()
+}
+
+// serveFunc serves on addr until ctx is done or it fails (e.g. the address is in use).
+type serveFunc func(ctx context.Context, addr string, lim *httpserver.Limiter) error
+
+// serveRetrying runs fn until ctx is done, starting it again after a failure with a backoff
+// from initial doubling to 30 s: a port that another process holds (kube-proxy's 10256 and
+// 10249 while a cluster migrates from it) is served as soon as that process lets it go.
+func serveRetrying(ctx context.Context, name, addr string, fn serveFunc, lim *httpserver.Limiter, initial time.Duration) {
+	backoff := initial
+	for {
+		err := fn(ctx, addr, lim)
+		if ctx.Err() != nil {
+			return
+		}
+		klog.ErrorS(err, "Serving failed; retrying", "what", name, "address", addr, "retryIn", backoff)
+		select {
+		case <-ctx.Done():
+			return
+		case <-time.After(backoff):
+		}
+		backoff = min(2*backoff, 30*time.Second)
+	}
 }

@@ -86,12 +86,8 @@ func TestClusterKubeProxyMigration(t *testing.T) {
 	m.report(t, fmt.Sprintf("kube-proxy -> antrea-proxy (helm upgrade proxyAll=true: agents rolled in %v; kube-proxy stopped and cleaned up)", upgraded.Round(time.Second)), at)
 	t.Logf("the long-lived connection from the client Pod: longest wait between two answers %v, lost to the netdev limit: %d", ka.maxGap.Round(time.Millisecond), ka.losses)
 	// kube-proxy held its healthz and metrics ports (antrea-agent's defaults too) when the
-	// agents started: a restart lets them serve there.
-	m.reportAgentPorts(t, false)
-	rollAgents(t, c, 1)
-	m.waitHealthy(t, time.Now())
-	m.reportAgentPorts(t, true)
-	m.report(t, "kube-proxy -> antrea-proxy, with the agents restarted at the end", at)
+	// agents started: they retry them and serve there once kube-proxy is gone, without a restart.
+	m.waitAgentPorts(t, time.Minute)
 
 	// And back: kube-proxy first, then antrea-agent without proxyAll.
 	at = time.Now()
@@ -172,17 +168,18 @@ func (m *migration) stopAll() {
 	}
 }
 
-// reportAgentPorts logs whether each agent serves /healthz on kube-proxy's port 10256 now that
-// kube-proxy is gone, and fails the test when one does not and must.
-func (m *migration) reportAgentPorts(t *testing.T, must bool) {
+// waitAgentPorts waits until every agent serves /healthz on kube-proxy's port 10256 now that
+// kube-proxy is gone (the agents retry a port they could not bind), without a restart.
+func (m *migration) waitAgentPorts(t *testing.T, timeout time.Duration) {
+	start := time.Now()
 	for _, n := range m.c.Nodes {
-		out, err := runOut("ip", "netns", "exec", n.Name, "timeout", "3", "bash", "-c",
-			`exec 3<>/dev/tcp/127.0.0.1/10256 && printf 'GET /healthz HTTP/1.0\r\n\r\n' >&3 && head -n1 <&3`)
-		t.Logf("%s: healthz on 127.0.0.1:10256: %q %v", n.Name, strings.TrimSpace(out), err)
-		if must && (err != nil || !strings.Contains(out, "200")) {
-			t.Errorf("%s: antrea-agent does not serve /healthz on 10256 after its restart", n.Name)
-		}
+		framework.WaitFor(t, timeout, n.Name+"'s antrea-agent to serve /healthz on 10256", func(context.Context) (bool, string, error) {
+			out, err := runOut("ip", "netns", "exec", n.Name, "timeout", "3", "bash", "-c",
+				`exec 3<>/dev/tcp/127.0.0.1/10256 && printf 'GET /healthz HTTP/1.0\r\n\r\n' >&3 && head -n1 <&3`)
+			return err == nil && strings.Contains(out, "200"), strings.TrimSpace(out), nil
+		})
 	}
+	t.Logf("every agent serves /healthz on 127.0.0.1:10256 %v after kube-proxy was removed, without a restart", time.Since(start).Round(100*time.Millisecond))
 }
 
 // createNodePort creates the NodePort Service echo-np and returns its node port.

@@ -67,6 +67,14 @@ type NFTConfig struct {
 // BuildNFT adds to tx the complete content of the agent's table for cfg. The chains and sets
 // are created if missing and flushed, then filled again, so that running tx (atomically)
 // replaces whatever an earlier run left.
+
+// markPriority (-90) runs the ServicePortMark chains after every DNAT of the node (dstnat, -100):
+// a packet another proxier already translated (kube-proxy's rules while a cluster migrates to
+// antrea-proxy) no longer has the Service's address and is routed where that proxier sent it;
+// without such rules the packet reaches the chain unchanged and is marked. The routing decision
+// still follows the whole prerouting hook (and a route chain reroutes the node's own packets).
+const markPriority knftables.BaseChainPriority = "-90"
+
 func BuildNFT(tx *knftables.Transaction, cfg NFTConfig) {
 	tx.Add(&knftables.Table{Comment: knftables.PtrTo("antrea-agent: NodePort DNAT and Service port marks into OVS, pod masquerade")})
 	sets := []*knftables.Set{
@@ -86,10 +94,10 @@ func BuildNFT(tx *knftables.Transaction, cfg NFTConfig) {
 		{Name: chainOutput, Type: knftables.PtrTo(knftables.NATType), Hook: knftables.PtrTo(knftables.OutputHook), Priority: knftables.PtrTo(knftables.DNATPriority)},
 		{Name: chainPostrouting, Type: knftables.PtrTo(knftables.NATType), Hook: knftables.PtrTo(knftables.PostroutingHook), Priority: knftables.PtrTo(knftables.SNATPriority)},
 		{Name: chainNodePorts},
-		// Before the routing decision: the mark chooses the route.
-		{Name: chainMarkPre, Type: knftables.PtrTo(knftables.FilterType), Hook: knftables.PtrTo(knftables.PreroutingHook), Priority: knftables.PtrTo(knftables.ManglePriority)},
+		// Before the routing decision, which the mark chooses, and after every DNAT (markPriority).
+		{Name: chainMarkPre, Type: knftables.PtrTo(knftables.FilterType), Hook: knftables.PtrTo(knftables.PreroutingHook), Priority: knftables.PtrTo(markPriority)},
 		// A route chain routes the node's own packet again when it changes the mark.
-		{Name: chainMarkOut, Type: knftables.PtrTo(knftables.RouteType), Hook: knftables.PtrTo(knftables.OutputHook), Priority: knftables.PtrTo(knftables.ManglePriority)},
+		{Name: chainMarkOut, Type: knftables.PtrTo(knftables.RouteType), Hook: knftables.PtrTo(knftables.OutputHook), Priority: knftables.PtrTo(markPriority)},
 	}
 	for _, c := range chains {
 		tx.Add(c)

@@ -3,7 +3,7 @@ package nodenet
 // This file is the port-granular half of the host path into OVS: the programmed LoadBalancer
 // IPs and the ExternalIPs go into OVS only on the (address, protocol, port) tuples a Service
 // programs. The agent's nftables table marks such packets (ServicePortMark) before the routing
-// decision: in a prerouting chain at mangle priority for traffic from outside the node (not
+// decision: in a prerouting chain after DNAT (markPriority) for traffic from outside the node (not
 // from the gateway), in a route chain on output for the node's own traffic (the kernel routes a
 // locally generated packet again when a route chain changes its mark). A policy rule sends
 // marked packets to ServicePortTable, whose one route per family leads into OVS like the other

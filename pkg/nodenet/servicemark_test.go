@@ -24,8 +24,8 @@ func TestBuildNFTServicePorts(t *testing.T) {
 		cfg: NFTConfig{Gateway: "antrea-gw0", MarkServicePorts: true, ServicePorts: []AddrPortProto{
 			{a("192.168.77.12"), "tcp", 9999}, {a("172.18.0.100"), "udp", 53}, {a("fd00:77::12"), "sctp", 9999}}},
 		want: []string{
-			"add chain inet antrea-proxy mark-prerouting { type filter hook prerouting priority -150 ; }",
-			"add chain inet antrea-proxy mark-output { type route hook output priority -150 ; }",
+			"add chain inet antrea-proxy mark-prerouting { type filter hook prerouting priority -90 ; }",
+			"add chain inet antrea-proxy mark-output { type route hook output priority -90 ; }",
 			"add set inet antrea-proxy service-ports-v4 { type ipv4_addr . inet_proto . inet_service ;",
 			"add set inet antrea-proxy service-ports-v6 { type ipv6_addr . inet_proto . inet_service ;",
 			`add rule inet antrea-proxy mark-prerouting iifname != "antrea-gw0" ` + v4,
@@ -41,7 +41,7 @@ func TestBuildNFTServicePorts(t *testing.T) {
 		name: "without proxyAll: the chains and sets exist (flushed), nothing marks",
 		cfg:  NFTConfig{Gateway: "antrea-gw0", ServicePorts: []AddrPortProto{{a("192.168.77.12"), "tcp", 9999}}},
 		want: []string{
-			"add chain inet antrea-proxy mark-prerouting { type filter hook prerouting priority -150 ; }",
+			"add chain inet antrea-proxy mark-prerouting { type filter hook prerouting priority -90 ; }",
 			"add set inet antrea-proxy service-ports-v4 { type ipv4_addr . inet_proto . inet_service ;",
 		},
 		never: []string{"meta mark set", "192.168.77.12"},

@@ -35,7 +35,7 @@ func nodeCount(t *testing.T) int {
 }
 
 // TestRealCluster installs the chart on real nodes and checks the data path, the LoadBalancer
-// provider and the proxyLoadBalancerIPs option end to end (issue 16).
+// provider and the proxyLoadBalancerIPs option end to end.
 func TestRealCluster(t *testing.T) {
 	checkKeepAliveOneWrite(t)
 	c := Start(t, nodeCount(t))

@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"regexp"
 	"strings"
 	"testing"
 	"time"
@@ -66,7 +67,7 @@ func measureFloor(t *testing.T, n *framework.Node, progress func(string, ...any)
 	if err := os.WriteFile(file, []byte(b.String()), 0o644); err != nil {
 		t.Fatal(err)
 	}
-	if err := addFloorBridge(n, floorBridge); err != nil {
+	if err := addFloorBridge(n, floorBridge, flows); err != nil {
 		t.Fatal(err)
 	}
 	progress("floor: replaying %d groups + %d flows (%d MB) in one ovs-ofctl bundle", fr.Groups, fr.Flows, fr.Bytes>>20)
@@ -104,7 +105,7 @@ func nativeFloor(n *framework.Node, groups, flows string, progress func(string, 
 	for i := range fs {
 		ops = append(ops, openflow.Op{Kind: openflow.AddFlow, Flow: &fs[i]})
 	}
-	if err := addFloorBridge(n, nativeFloorBridge); err != nil {
+	if err := addFloorBridge(n, nativeFloorBridge, flows); err != nil {
 		return 0, err
 	}
 	defer func() { _, _ = n.OVS.Vsctl("del-br", nativeFloorBridge) }()
@@ -132,11 +133,29 @@ func nativeFloor(n *framework.Node, groups, flows string, progress func(string, 
 	return took, nil
 }
 
-// addFloorBridge adds a fresh bridge like the agent's and waits for its management socket.
-func addFloorBridge(n *framework.Node, name string) error {
+// addFloorBridge adds a fresh bridge like the agent's, waits for its management socket and
+// adds the meters the flows name (the reject meters: OVS refuses a flow whose meter does not
+// exist; the agent creates them before its first bundle too).
+func addFloorBridge(n *framework.Node, name, flows string) error {
 	if _, err := n.OVS.Vsctl("add-br", name, "--", "set", "bridge", name,
 		"datapath_type=netdev", "protocols=OpenFlow13,OpenFlow15", "fail_mode=secure"); err != nil {
 		return err
 	}
-	return n.OVS.WaitForBridge(name)
+	if err := n.OVS.WaitForBridge(name); err != nil {
+		return err
+	}
+	seen := map[string]bool{}
+	for _, m := range meterRef.FindAllStringSubmatch(flows, -1) {
+		if seen[m[1]] {
+			continue
+		}
+		seen[m[1]] = true
+		if out, err := n.OVS.Ofctl("add-meter", name, "meter="+m[1]+",pktps,band=type=drop,rate=1000000"); err != nil {
+			return fmt.Errorf("adding meter %s to %s: %w: %s", m[1], name, err, out)
+		}
+	}
+	return nil
 }
+
+// meterRef matches the meter action of a dumped flow.
+var meterRef = regexp.MustCompile(`meter:(\d+)`)

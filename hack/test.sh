@@ -4,7 +4,8 @@
 #   integration  every package with its real-OVS integration tests (needs root and hack/setup.sh)
 #   e2e          the sandbox-cluster end-to-end suite (slow; builds the control plane once)
 #   demo         make demo's scenario once, as a test, torn down at the end
-#   all          unit, then integration (what `make test` and CI run)
+#   all          every test once, unit and integration, under the race detector (what `make test`
+#                and CI run: one pass, not the unit tests and then everything again)
 #   conformance  the differential suite against kube-proxy (test/conformance, docs/conformance.md):
 #                CONFORMANCE_SHAPES random Services (default 40) of CONFORMANCE_SEED (default 1)
 #   bench-scale  antrea-agent and kube-proxy side by side at BENCH_SIZES (or BENCH_SERVICES) Services (default 10000)
@@ -78,6 +79,13 @@ run_stress() {
   CGO_ENABLED=1 go test -race -short -count="$n" -timeout 30m \
     ./pkg/proxy/... ./pkg/healer/... ./pkg/loadbalancer/... ./pkg/agent/...
 }
+# run_all runs every package's tests once, the real-OVS integration tests included, with the race
+# detector: each test runs once, and the integration tests are raced too.
+run_all() {
+  build_helm
+  echo "== unit and integration tests (go test -race; real Open vSwitch, userspace datapath) =="
+  CGO_ENABLED=1 go test -race -count=1 -timeout 30m $pkgs
+}
 run_integration() {
   echo "== integration tests (real Open vSwitch, userspace datapath; slower) =="
   go test -count=1 -timeout 30m $pkgs
@@ -128,7 +136,7 @@ case "$suite" in
   demo) run_demo ;;
   integration) run_integration ;;
   e2e) run_e2e ;;
-  all) run_unit; run_integration ;;
+  all) run_all ;;
   conformance) run_conformance ;;
   fuzz) run_fuzz ;;
   stress) run_stress ;;

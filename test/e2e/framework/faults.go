@@ -157,22 +157,8 @@ func (n *Node) KillAgent(t testing.TB) {
 // until it synced. If ovs-vswitchd dies meanwhile, it fails at once and says so.
 func (n *Node) RestartAgentAfterKill(t testing.TB, timeout time.Duration) error {
 	t.Helper()
-	pid := n.OVS.VSwitchdPID()
 	n.KillAgent(t)
-	start := time.Now()
-	n.logEvent(t, "starting antrea-agent again (ovs-vswitchd is pid %d)", pid)
-	err := n.startAgentGuarded(n.s.agent, timeout, func() error {
-		if !n.OVS.VSwitchdAlive() {
-			return fmt.Errorf("node %s: ovs-vswitchd (pid %d) died %v after the agent was started again: %s",
-				n.Name, pid, time.Since(start).Round(time.Millisecond), n.vswitchdEmergency())
-		}
-		return nil
-	})
-	if err != nil {
-		return err
-	}
-	n.logEvent(t, "antrea-agent synced %v after its restart", time.Since(start).Round(time.Millisecond))
-	return nil
+	return n.StartAgentAgain(t, timeout)
 }
 
 // vswitchdEmergency returns the last EMER line of ovs-vswitchd's log (how it aborted), or where

@@ -20,6 +20,8 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 export PATH=/usr/local/go/bin:$PATH
+# shellcheck source=hack/lib/stamp.sh
+. hack/lib/stamp.sh
 
 ROOT=$(pwd)
 TOOLS="$ROOT/hack/tools"
@@ -36,28 +38,19 @@ TARGETS=(
   "kubelet:k8s.io/kubernetes/cmd/kubelet"
 )
 
-mode=build
-case "${1:-}" in
-  "") ;;
-  --check) mode=check ;;
-  --force) mode=force ;;
-  *) echo "usage: $0 [--check|--force]" >&2; exit 2 ;;
-esac
+mode=$(stamp_mode "$@")
 
 # RECIPE changes when the way the binaries are built changes (targets, flags); bump it then.
 RECIPE="1 ${TARGETS[*]} CGO_ENABLED=0 -trimpath -s -w"
 
-want_stamp() {
-  { cat "$TOOLS/go.mod" "$TOOLS/go.sum"; echo "$RECIPE"; } | sha256sum | cut -d' ' -f1
-}
+want_stamp() { stamp_want "$TOOLS" "$RECIPE"; }
 
 up_to_date() {
-  [ -f "$STAMP" ] || return 1
-  [ "$(cat "$STAMP")" = "$(want_stamp)" ] || return 1
-  local t
+  local t bins=()
   for t in "${TARGETS[@]}"; do
-    [ -x "$BIN/${t%%:*}" ] || return 1
+    bins+=("$BIN/${t%%:*}")
   done
+  stamp_up_to_date "$STAMP" "$TOOLS" "$RECIPE" "${bins[@]}"
 }
 
 fmt_duration() {
@@ -71,12 +64,7 @@ if [ "$mode" = check ]; then
 fi
 
 mkdir -p "$BIN"
-# Serialize concurrent callers (make test-e2e and a test binary may both ask for a build).
-exec 9>"$LOCK"
-if ! flock -n 9; then
-  echo "control plane: another build is running; waiting for it to finish..."
-  flock 9
-fi
+stamp_lock "$LOCK" "control plane: another build is running; waiting for it to finish..."
 
 if [ "$mode" = build ] && up_to_date; then
   echo "control plane: up to date in ${BIN#"$ROOT"/} (hack/tools/go.mod and go.sum unchanged)"

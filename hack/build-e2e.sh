@@ -22,6 +22,8 @@ cd "$(dirname "$0")/.."
 export PATH=/usr/local/go/bin:$PATH
 # shellcheck source=hack/lib/progress.sh
 . hack/lib/progress.sh
+# shellcheck source=hack/lib/stamp.sh
+. hack/lib/stamp.sh
 
 ROOT=$(pwd)
 TOOLS="$ROOT/hack/tools/e2e"
@@ -36,24 +38,16 @@ TARGETS=(
 # RECIPE changes when the way the binaries are built changes (targets, flags); bump it then.
 RECIPE="1 ${TARGETS[*]} CGO_ENABLED=0 -trimpath -s -w"
 
-mode=build
-case "${1:-}" in
-  "") ;;
-  --check) mode=check ;;
-  --force) mode=force ;;
-  *) echo "usage: $0 [--check|--force]" >&2; exit 2 ;;
-esac
+mode=$(stamp_mode "$@")
 
-want_stamp() {
-  { cat "$TOOLS/go.mod" "$TOOLS/go.sum"; echo "$RECIPE"; } | sha256sum | cut -d' ' -f1
-}
+want_stamp() { stamp_want "$TOOLS" "$RECIPE"; }
 
 up_to_date() {
-  [ -f "$STAMP" ] && [ "$(cat "$STAMP")" = "$(want_stamp)" ] || return 1
-  local t
+  local t bins=()
   for t in "${TARGETS[@]}"; do
-    [ -x "$BIN/${t%%:*}" ] || return 1
+    bins+=("$BIN/${t%%:*}")
   done
+  stamp_up_to_date "$STAMP" "$TOOLS" "$RECIPE" "${bins[@]}"
 }
 
 if [ "$mode" = check ]; then
@@ -62,11 +56,7 @@ if [ "$mode" = check ]; then
 fi
 
 mkdir -p "$BIN"
-exec 9>"$LOCK"
-if ! flock -n 9; then
-  echo "e2e: another build is running; waiting for it to finish..."
-  flock 9
-fi
+stamp_lock "$LOCK" "e2e: another build is running; waiting for it to finish..."
 if [ "$mode" = build ] && up_to_date; then
   echo "e2e: up to date in ${BIN#"$ROOT"/} (hack/tools/e2e/go.mod and go.sum unchanged)"
   exit 0

@@ -17,6 +17,8 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 export PATH=/usr/local/go/bin:$PATH
+# shellcheck source=hack/lib/stamp.sh
+. hack/lib/stamp.sh
 
 ROOT=$(pwd)
 TOOLS="$ROOT/hack/tools/helm"
@@ -27,21 +29,11 @@ PKG=helm.sh/helm/v3/cmd/helm
 # RECIPE changes when the way the binary is built changes; bump it then.
 RECIPE="1 $PKG CGO_ENABLED=0 -trimpath -s -w"
 
-mode=build
-case "${1:-}" in
-  "") ;;
-  --check) mode=check ;;
-  --force) mode=force ;;
-  *) echo "usage: $0 [--check|--force]" >&2; exit 2 ;;
-esac
+mode=$(stamp_mode "$@")
 
-want_stamp() {
-  { cat "$TOOLS/go.mod" "$TOOLS/go.sum"; echo "$RECIPE"; } | sha256sum | cut -d' ' -f1
-}
+want_stamp() { stamp_want "$TOOLS" "$RECIPE"; }
 
-up_to_date() {
-  [ -f "$STAMP" ] && [ -x "$BIN/helm" ] && [ "$(cat "$STAMP")" = "$(want_stamp)" ]
-}
+up_to_date() { stamp_up_to_date "$STAMP" "$TOOLS" "$RECIPE" "$BIN/helm"; }
 
 if [ "$mode" = check ]; then
   up_to_date && exit 0
@@ -49,12 +41,7 @@ if [ "$mode" = check ]; then
 fi
 
 mkdir -p "$BIN"
-# Serialize concurrent callers (make and a test binary may both ask for a build).
-exec 9>"$LOCK"
-if ! flock -n 9; then
-  echo "helm: another build is running; waiting for it to finish..." >&2
-  flock 9
-fi
+stamp_lock "$LOCK" "helm: another build is running; waiting for it to finish..." >&2
 if [ "$mode" = build ] && up_to_date; then
   exit 0
 fi

@@ -10,9 +10,9 @@ import (
 	v1 "k8s.io/api/core/v1"
 	discovery "k8s.io/api/discovery/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/apimachinery/pkg/util/intstr"
 	clocktesting "k8s.io/utils/clock/testing"
 
+	"github.com/antrea-proxy/antrea-proxy/pkg/agent/servicetrace/servicetracetest"
 	"github.com/antrea-proxy/antrea-proxy/pkg/model"
 	of "github.com/antrea-proxy/antrea-proxy/pkg/ovs/openflow"
 	"github.com/antrea-proxy/antrea-proxy/pkg/ovs/openflow/oftrace"
@@ -158,28 +158,15 @@ func fromGateway(src netip.Addr, sport uint16, dst netip.Addr, dport uint16) oft
 
 // Objects.
 
-type svcOpt func(*v1.Service)
+// The Services of the trace tests are servicetracetest's: ClusterIP ns/<name>, port http 80/TCP
+// to 8080, created at fixedNow (servicetracetest.Now).
+type svcOpt = servicetracetest.ServiceOption
 
 func service(name, clusterIP string, opts ...svcOpt) *v1.Service {
-	s := &v1.Service{
-		ObjectMeta: metav1.ObjectMeta{Namespace: "ns", Name: name, CreationTimestamp: metav1.NewTime(fixedNow)},
-		Spec: v1.ServiceSpec{Type: v1.ServiceTypeClusterIP, ClusterIP: clusterIP, ClusterIPs: []string{clusterIP},
-			Ports: []v1.ServicePort{{Name: "http", Port: 80, Protocol: v1.ProtocolTCP, TargetPort: intstr.FromInt32(8080)}}},
-	}
-	for _, o := range opts {
-		o(s)
-	}
-	return s
+	return servicetracetest.Service(name, clusterIP, opts...)
 }
 
-func nodePort(np int32) svcOpt {
-	return func(s *v1.Service) {
-		if s.Spec.Type == v1.ServiceTypeClusterIP {
-			s.Spec.Type = v1.ServiceTypeNodePort
-		}
-		s.Spec.Ports[0].NodePort = np
-	}
-}
+func nodePort(np int32) svcOpt { return servicetracetest.NodePort(np) }
 
 func loadBalancer(ingress ...v1.LoadBalancerIngress) svcOpt {
 	return func(s *v1.Service) {

@@ -46,7 +46,7 @@ var (
 	gwMAC         = net.HardwareAddr{0x0a, 0, 0, 0, 0, 0x01}
 	podMACs       = map[uint32]net.HardwareAddr{clientPort: {0x0a, 0, 0, 0, 0, 0x10}, ep1Port: {0x0a, 0, 0, 0, 0, 0x11}, ep2Port: {0x0a, 0, 0, 0, 0, 0x12}}
 	podIPs        = map[uint32]netip.Addr{clientPort: clientPodIP, ep1Port: ep1IP, ep2Port: ep2IP}
-	fixedNow      = time.Date(2026, 11, 29, 12, 0, 0, 0, time.UTC)
+	fixedNow      = servicetracetest.Now() // the Services' creation time
 	nodeAddresses = []v1.NodeAddress{{Type: v1.NodeInternalIP, Address: nodeIP.String()}, {Type: v1.NodeHostName, Address: nodeName}}
 )
 

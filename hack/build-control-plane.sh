@@ -45,13 +45,7 @@ RECIPE="1 ${TARGETS[*]} CGO_ENABLED=0 -trimpath -s -w"
 
 want_stamp() { stamp_want "$TOOLS" "$RECIPE"; }
 
-up_to_date() {
-  local t bins=()
-  for t in "${TARGETS[@]}"; do
-    bins+=("$BIN/${t%%:*}")
-  done
-  stamp_up_to_date "$STAMP" "$TOOLS" "$RECIPE" "${bins[@]}"
-}
+up_to_date() { stamp_targets_up_to_date "$STAMP" "$TOOLS" "$RECIPE" "$BIN" "${TARGETS[@]}"; }
 
 fmt_duration() {
   local s=$1

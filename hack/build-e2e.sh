@@ -42,13 +42,7 @@ mode=$(stamp_mode "$@")
 
 want_stamp() { stamp_want "$TOOLS" "$RECIPE"; }
 
-up_to_date() {
-  local t bins=()
-  for t in "${TARGETS[@]}"; do
-    bins+=("$BIN/${t%%:*}")
-  done
-  stamp_up_to_date "$STAMP" "$TOOLS" "$RECIPE" "${bins[@]}"
-}
+up_to_date() { stamp_targets_up_to_date "$STAMP" "$TOOLS" "$RECIPE" "$BIN" "${TARGETS[@]}"; }
 
 if [ "$mode" = check ]; then
   up_to_date

@@ -29,6 +29,17 @@ stamp_up_to_date() {
   done
 }
 
+# stamp_targets_up_to_date STAMP TOOLS RECIPE BIN TARGET...: stamp_up_to_date for targets
+# "name:..." built into the directory BIN.
+stamp_targets_up_to_date() {
+  local stamp=$1 tools=$2 recipe=$3 bin=$4 t bins=()
+  shift 4
+  for t in "$@"; do
+    bins+=("$bin/${t%%:*}")
+  done
+  stamp_up_to_date "$stamp" "$tools" "$recipe" "${bins[@]}"
+}
+
 # stamp_lock LOCK MESSAGE: holds LOCK (on fd 9) for the rest of the script, printing MESSAGE
 # when another build holds it and this one waits.
 stamp_lock() {

@@ -39,6 +39,11 @@ type AnnouncerLease struct {
 	mu        sync.Mutex
 	lastRenew time.Time // of the last successful renewal; zero when none or released
 	released  bool
+
+	// writeMu serializes writes (renewals and the release at shutdown); last is the Lease as
+	// the last write left it, so that a renewal is one update, not a get and an update.
+	writeMu sync.Mutex
+	last    *coordinationv1.Lease
 }
 
 func NewAnnouncerLease(leases coordinationclient.LeaseInterface, node string, cfg config.AnnouncerConfig, healthy func() bool, clk clock.WithTicker) *AnnouncerLease {
@@ -102,21 +107,7 @@ func (l *AnnouncerLease) write(ctx context.Context, held bool) error {
 	if held {
 		spec.HolderIdentity = utilptr.To(l.node)
 	}
-	name := lbapi.AnnouncerLeaseName(l.node)
-	cur, err := l.leases.Get(ctx, name, metav1.GetOptions{})
-	switch {
-	case apierrors.IsNotFound(err):
-		_, err = l.leases.Create(ctx, &coordinationv1.Lease{
-			ObjectMeta: metav1.ObjectMeta{Name: name, Labels: map[string]string{lbapi.LabelAnnouncer: l.node}}, Spec: spec}, metav1.CreateOptions{})
-	case err == nil:
-		cur.Spec = spec
-		if cur.Labels == nil {
-			cur.Labels = map[string]string{}
-		}
-		cur.Labels[lbapi.LabelAnnouncer] = l.node
-		_, err = l.leases.Update(ctx, cur, metav1.UpdateOptions{})
-	}
-	if err != nil {
+	if err := l.put(ctx, spec); err != nil {
 		return err
 	}
 	if held {
@@ -126,6 +117,52 @@ func (l *AnnouncerLease) write(ctx context.Context, held bool) error {
 		}
 		l.mu.Unlock()
 	}
+	return nil
+}
+
+// put writes spec to the Lease: an update of the Lease as the last write left it, or, without
+// one or when that update conflicts or finds no Lease, a get and an update (or a create).
+func (l *AnnouncerLease) put(ctx context.Context, spec coordinationv1.LeaseSpec) error {
+	l.writeMu.Lock()
+	defer l.writeMu.Unlock()
+	l.mu.Lock()
+	released := l.released
+	l.mu.Unlock()
+	if released && spec.HolderIdentity != nil {
+		return nil // a renewal that lost the race with the release writes nothing
+	}
+	if l.last != nil {
+		cur := l.last.DeepCopy()
+		cur.Spec = spec
+		updated, err := l.leases.Update(ctx, cur, metav1.UpdateOptions{})
+		if err == nil {
+			l.last = updated
+			return nil
+		}
+		l.last = nil
+		if !apierrors.IsConflict(err) && !apierrors.IsNotFound(err) {
+			return err
+		}
+	}
+	name := lbapi.AnnouncerLeaseName(l.node)
+	cur, err := l.leases.Get(ctx, name, metav1.GetOptions{})
+	var written *coordinationv1.Lease
+	switch {
+	case apierrors.IsNotFound(err):
+		written, err = l.leases.Create(ctx, &coordinationv1.Lease{
+			ObjectMeta: metav1.ObjectMeta{Name: name, Labels: map[string]string{lbapi.LabelAnnouncer: l.node}}, Spec: spec}, metav1.CreateOptions{})
+	case err == nil:
+		cur.Spec = spec
+		if cur.Labels == nil {
+			cur.Labels = map[string]string{}
+		}
+		cur.Labels[lbapi.LabelAnnouncer] = l.node
+		written, err = l.leases.Update(ctx, cur, metav1.UpdateOptions{})
+	}
+	if err != nil {
+		return err
+	}
+	l.last = written
 	return nil
 }
 

@@ -2,14 +2,19 @@ package agent
 
 import (
 	"context"
+	"errors"
 	"sync/atomic"
 	"testing"
 	"time"
 
 	"github.com/stretchr/testify/require"
 	v1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/client-go/kubernetes/fake"
+	k8stesting "k8s.io/client-go/testing"
 	"k8s.io/utils/clock"
 	clocktesting "k8s.io/utils/clock/testing"
 
@@ -92,4 +97,41 @@ func TestHandOver(t *testing.T) {
 	}()
 	_, done = HandOver(svcs, "n1", 5*time.Second, clock.RealClock{})
 	require.True(t, done, "n1's address moved to n2")
+}
+
+// TestAnnouncerLeaseRenewalIsOneUpdate: a renewal updates the Lease the last write left (one
+// call), and falls back to a get when that update conflicts.
+func TestAnnouncerLeaseRenewalIsOneUpdate(t *testing.T) {
+	client := fake.NewClientset()
+	clk := clocktesting.NewFakeClock(time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC))
+	cfg := config.AnnouncerConfig{LeaseDuration: config.Duration{Duration: 2 * time.Second}, RenewInterval: config.Duration{Duration: 500 * time.Millisecond}}
+	l := NewAnnouncerLease(client.CoordinationV1().Leases("kube-system"), "n1", cfg, func() bool { return true }, clk)
+	ctx := context.Background()
+	verbs := func() []string {
+		var out []string
+		for _, a := range client.Actions() {
+			out = append(out, a.GetVerb())
+		}
+		client.ClearActions()
+		return out
+	}
+	require.NoError(t, l.write(ctx, true))
+	require.Equal(t, []string{"get", "create"}, verbs())
+	require.NoError(t, l.write(ctx, true))
+	require.Equal(t, []string{"update"}, verbs(), "a renewal is one update")
+	conflicted := false
+	client.PrependReactor("update", "leases", func(k8stesting.Action) (bool, runtime.Object, error) {
+		if conflicted {
+			return false, nil, nil
+		}
+		conflicted = true
+		return true, nil, apierrors.NewConflict(schema.GroupResource{Group: "coordination.k8s.io", Resource: "leases"}, "x", errors.New("modified"))
+	})
+	require.NoError(t, l.write(ctx, true))
+	require.Equal(t, []string{"update", "get", "update"}, verbs(), "a conflict reads the Lease again")
+	require.True(t, l.Valid())
+	require.NoError(t, l.Release(ctx))
+	verbs()
+	require.NoError(t, l.write(ctx, true))
+	require.Empty(t, verbs(), "nothing is written after the release")
 }

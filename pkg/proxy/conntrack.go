@@ -177,6 +177,22 @@ func staleUDP(entries []conntrack.Entry, serving map[frontend]map[netip.AddrPort
 	return out
 }
 
+// conntrackOwed reports whether a periodic run of the reconciler has anything to compare: a
+// UDP owner is committed, or the last run failed somewhere. Without UDP owners no entry can go
+// stale between syncs (a released owner's entries are reconciled by the sync that released it,
+// and those of before a restart by the first sync), so an idle node lists nothing.
+func (p *Proxier) conntrackOwed() bool {
+	if p.ctFailed {
+		return true
+	}
+	for _, s := range p.ownerEndpoints {
+		if s.udp {
+			return true
+		}
+	}
+	return false
+}
+
 // reconcileConntrack deletes the stale UDP entries of the Service zones of the served
 // families. It runs on the sync goroutine after a commit, so the committed state it compares
 // with is the one the flows carry; failures are counted and retried by the next run.
@@ -212,5 +228,6 @@ func (p *Proxier) reconcileConntrack(ctx context.Context) observe.ConntrackResul
 			klog.V(2).InfoS("Deleted a stale UDP conntrack entry", "entry", s.entry.String(), "reason", s.reason)
 		}
 	}
+	p.ctFailed = res.Failures > 0
 	return res
 }

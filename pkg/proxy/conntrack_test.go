@@ -8,6 +8,7 @@ import (
 	"testing"
 
 	"github.com/google/go-cmp/cmp"
+	"github.com/stretchr/testify/require"
 	v1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
@@ -187,4 +188,23 @@ func TestUDPConntrackFirstEndpoints(t *testing.T) {
 	if diff := cmp.Diff([]string{pending.String()}, ct.take()); diff != "" {
 		t.Fatalf("first endpoint: deleted (-want +got):\n%s", diff)
 	}
+}
+
+// TestUDPConntrackIdleFullResyncs: the first sync of a start lists conntrack; a periodic full
+// resync does so only while a UDP Service port is installed (or the last run failed).
+func TestUDPConntrackIdleFullResyncs(t *testing.T) {
+	ct := &fakeConntrack{}
+	h := newCTHarness(t, ct)
+	h.addService(makeService("default", "web", "10.96.0.80"))
+	h.sync()
+	require.Equal(t, 1, ct.dumps, "the first sync of a start lists the IPv4 Service zone")
+	for i := 0; i < 3; i++ {
+		require.NoError(t, h.p.SyncNow(context.Background(), true))
+	}
+	require.Equal(t, 1, ct.dumps, "idle full resyncs without a UDP port list nothing")
+	h.addService(makeService("kube-system", "dns", "10.96.0.53", withPorts(v1.ServicePort{Name: "dns", Port: 53, Protocol: v1.ProtocolUDP})))
+	h.sync()
+	require.Equal(t, 2, ct.dumps, "a new UDP port is reconciled")
+	require.NoError(t, h.p.SyncNow(context.Background(), true))
+	require.Equal(t, 3, ct.dumps, "with a UDP port, a full resync reconciles")
 }

@@ -47,6 +47,7 @@ type Proxier struct {
 	dirty          sets.Set[types.NamespacedName]
 	groups         *groupIDs
 	ownerEndpoints map[owner]selected // what each owner's groups selected at its last sync
+	ctFailed       bool               // the last conntrack reconciliation failed somewhere
 	ownerMeta      map[owner]ownerInfo
 	quarantine     map[types.NamespacedName]*quarantined
 	// committedInputs are the inputs each committed Service was computed from; svcNode and

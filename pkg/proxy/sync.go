@@ -188,8 +188,9 @@ func (p *Proxier) sync(ctx context.Context, full bool) (observe.SyncResult, erro
 	}
 	udpDirty, events := p.commit(in, pl, rejected)
 	// The conntrack reconciler runs after every sync that changed what a UDP Service port
-	// serves, and with every full resync (periodic, and the first one after a start).
-	ct := p.afterCommit(ctx, udpDirty || in.full, events)
+	// serves, after the first sync of a start, and with every periodic full resync that has
+	// UDP owners to compare (conntrackOwed).
+	ct := p.afterCommit(ctx, udpDirty || in.first || (in.full && p.conntrackOwed()), events)
 	included := make(map[types.NamespacedName][]desired, len(pl.included))
 	for _, nn := range pl.included {
 		included[nn] = in.computed[nn]

@@ -129,14 +129,18 @@ func serviceZone(ipv6 bool) uint16 {
 }
 
 // udpServing maps every frontend of the committed UDP owners to the endpoints its groups
-// select. Call it on the sync goroutine (it reads the committed state).
+// select. Call it on the sync goroutine (it reads the committed state). NodePort frontends are
+// the node's NodePort addresses (traffic that reaches OVS with its destination unchanged) and
+// the NodePort virtual IPs (traffic from the host or from outside: the host DNATs it to the
+// virtual IP of its family before it enters OVS).
 func (p *Proxier) udpServing() map[frontend]map[netip.AddrPort]bool {
 	out := map[frontend]map[netip.AddrPort]bool{}
+	nodePorts := append(slices.Clone(p.nodePortAddrs), p.opts.NodePortVirtualIPs...)
 	for _, s := range p.ownerEndpoints {
 		if !s.udp {
 			continue
 		}
-		for _, a := range serviceAddrs(s.port, s.ipv6, p.nodePortAddrs) {
+		for _, a := range serviceAddrs(s.port, s.ipv6, nodePorts) {
 			fe := frontend{zone: serviceZone(s.ipv6), addr: a}
 			if out[fe] == nil {
 				out[fe] = map[netip.AddrPort]bool{}

@@ -100,6 +100,9 @@ func TestUDPConntrackReconciler(t *testing.T) {
 		ctEntry("10.10.2.5", 4005, "10.96.0.77:53", "10.10.1.5:5353"),       // Service gone while the agent was down
 		ctEntry("10.10.2.6", 4006, "10.96.0.99:8125", "10.10.1.5:5353"),     // stats, serving: stays
 		ctEntry("10.10.2.7", 4007, "10.10.1.5:5353", "10.10.1.5:5353"),      // pod-to-pod, untranslated: not a Service's
+		// NodePort traffic from the host or from outside: the host DNATs it to the NodePort
+		// virtual IP before it enters OVS. Serving: stays.
+		ctEntry("10.10.2.10", 4010, "169.254.0.252:30053", "10.10.1.6:5353"),
 	}}
 	tcp := ctEntry("10.10.2.8", 4008, "10.96.0.80:80", "10.10.1.7:8080")
 	tcp.Proto = conntrack.ProtoTCP
@@ -148,6 +151,7 @@ func TestUDPConntrackReconciler(t *testing.T) {
 	want := []string{
 		ctEntry("10.10.2.2", 4002, "10.96.0.53:53", "10.10.1.6:5353").String(),
 		ctEntry("10.10.2.7", 4007, "10.10.1.5:5353", "10.10.1.5:5353").String(),
+		ctEntry("10.10.2.10", 4010, "169.254.0.252:30053", "10.10.1.6:5353").String(),
 		tcp.String(), other.String(),
 	}
 	var left []string

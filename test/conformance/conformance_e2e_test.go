@@ -57,6 +57,15 @@ func TestConformance(t *testing.T) {
 	if err != nil {
 		t.Fatalf("docs/conformance.md: %v", err)
 	}
+	// The summary is logged again after everything else: cleanups run newest first, and the
+	// sandboxes' cleanups print component logs when the test failed, which would otherwise bury
+	// the unexplained rows far above the end of the output.
+	var summary string
+	t.Cleanup(func() {
+		if t.Failed() && summary != "" {
+			t.Logf("---- the run's summary again ----\n%s", summary)
+		}
+	})
 	shapes := Generate(seed, n)
 	rows := Rows(shapes)
 	t.Logf("seed %d: %d shapes, %d probe rows", seed, len(shapes), len(rows))
@@ -96,7 +105,8 @@ func TestConformance(t *testing.T) {
 	t.Logf("probed %d rows in %v (%d probed again)", len(rows), time.Since(start).Round(time.Second), len(again))
 
 	sum := Summarize(verdicts)
-	t.Logf("seed %d, %d shapes:\n%s", seed, len(shapes), sum)
+	summary = fmt.Sprintf("seed %d, %d shapes:\n%s", seed, len(shapes), sum)
+	t.Log(summary)
 	if unused := UnusedRules(rules, verdicts); len(unused) > 0 {
 		// Not a failure (a run covers a random part of the shapes), but a bug rule that no run
 		// needs any more is one to delete.

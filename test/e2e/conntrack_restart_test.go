@@ -45,7 +45,7 @@ func askUDP(c net.Conn) string {
 }
 
 // TestUDPConntrackAgentRestart: a dual-stack UDP Service's clients (its ClusterIPs and node1's
-// NodePort, both families) keep their endpoints when node1's agent restarts, even though the
+// NodePort from a pod and from node1's host network, both families) keep their endpoints when node1's agent restarts, even though the
 // Service was scaled up while the agent was down: the restart deletes no conntrack entry that
 // is still valid. When an endpoint goes away while the agent is down, its clients move within
 // a second of the agent's first sync.
@@ -68,13 +68,21 @@ func TestUDPConntrackAgentRestart(t *testing.T) {
 	require.Len(t, svc.Spec.ClusterIPs, 2)
 	require.NoError(t, sb.WaitProgrammed(ctx, ns, "dns", "with 2 endpoints", framework.HasEndpoints(2)))
 	np := nodePortOf(t, svc, "udp")
-	frontends := []string{hostPort(clusterIPOf(t, svc, false), 80), hostPort(clusterIPOf(t, svc, true), 80),
-		hostPort(n1.IP.String(), np), hostPort(n1.IP6.String(), np)}
+	// From node1's host network the NodePort reaches OVS DNATed to the NodePort virtual IP.
+	frontends := []struct {
+		from *framework.NetNS
+		dst  string
+	}{
+		{clientNS, hostPort(clusterIPOf(t, svc, false), 80)}, {clientNS, hostPort(clusterIPOf(t, svc, true), 80)},
+		{clientNS, hostPort(n1.IP.String(), np)}, {clientNS, hostPort(n1.IP6.String(), np)},
+		{n1.NS, hostPort(n1.IP.String(), np)}, {n1.NS, hostPort(n1.IP6.String(), np)},
+	}
 
 	var clients []*pinnedUDP
-	for _, dst := range frontends {
+	for _, fe := range frontends {
+		dst := fe.dst
 		for i := 0; i < 5; i++ {
-			conn, err := clientNS.Dial(ctx, "udp", dst)
+			conn, err := fe.from.Dial(ctx, "udp", dst)
 			require.NoError(t, err)
 			t.Cleanup(func() { conn.Close() })
 			c := &pinnedUDP{conn: conn, dst: dst}
@@ -123,5 +131,5 @@ func TestUDPConntrackAgentRestart(t *testing.T) {
 		})
 	}
 	require.NotZero(t, onGone, "no client was on dns-1: the test proves nothing")
-	t.Logf("%d UDP clients over 4 frontends (2 families, ClusterIP and NodePort) kept their endpoints across two agent restarts; the %d on the endpoint removed while the agent was down moved within a second of every node reporting the change", len(clients), onGone)
+	t.Logf("%d UDP clients over 6 frontends (2 families; ClusterIP, NodePort from a pod and from the host) kept their endpoints across two agent restarts; the %d on the endpoint removed while the agent was down moved within a second of every node reporting the change", len(clients), onGone)
 }

@@ -76,6 +76,35 @@ func neighMAC(t *testing.T, h Host, ip netip.Addr) string {
 	return ""
 }
 
+// neighFailed reports whether h's neighbour entry for ip on eth0 is FAILED: the kernel sent
+// its solicitations and nobody answered.
+func neighFailed(t *testing.T, h Host, ip netip.Addr) bool {
+	nl, err := h.handle()
+	require.NoError(t, err)
+	defer nl.Close()
+	l, err := nl.LinkByName("eth0")
+	require.NoError(t, err)
+	neighs, err := nl.NeighList(l.Attrs().Index, netlink.FAMILY_V4)
+	require.NoError(t, err)
+	for _, n := range neighs {
+		if n.IP.Equal(net.IP(ip.AsSlice())) {
+			return n.State&netlink.NUD_FAILED != 0
+		}
+	}
+	return false
+}
+
+// requireUnanswered makes h resolve ip and waits until the kernel gave up (the entry is FAILED
+// after its solicitations; the client's retransmit time is 100 ms): nobody answered for ip.
+func requireUnanswered(t *testing.T, ns *ovssandbox.NetNS, h Host, ip netip.Addr) {
+	t.Helper()
+	mustExec(t, ns, []string{"sysctl", "-qw", "net.ipv4.neigh.eth0.retrans_time_ms=100"}, []string{"ip", "neigh", "flush", "dev", "eth0"})
+	poke(t, h, ip)
+	require.Eventually(t, func() bool { return neighFailed(t, h, ip) }, 5*time.Second, 50*time.Millisecond,
+		"the client's resolution of %s to fail", ip)
+	require.Empty(t, neighMAC(t, h, ip))
+}
+
 func eth0MAC(t *testing.T, h Host) string {
 	_, mac, err := h.linkMAC("eth0")
 	require.NoError(t, err)
@@ -114,9 +143,7 @@ func TestAnnounceIntegration(t *testing.T) {
 	t.Cleanup(func() { _ = annA.Withdraw(); _ = annB.Withdraw() })
 
 	// Nobody announces yet: the client cannot resolve the address.
-	poke(t, hostC, vip)
-	time.Sleep(300 * time.Millisecond)
-	require.Empty(t, neighMAC(t, hostC, vip))
+	requireUnanswered(t, client, hostC, vip)
 
 	// A announces: ARP resolves to A.
 	require.NoError(t, annA.Sync("eth0", []netip.Addr{vip}))
@@ -142,10 +169,7 @@ func TestAnnounceIntegration(t *testing.T) {
 
 	// Withdrawn everywhere: nothing answers.
 	require.NoError(t, annB.Withdraw())
-	mustExec(t, client, []string{"ip", "neigh", "flush", "dev", "eth0"})
-	poke(t, hostC, vip)
-	time.Sleep(1500 * time.Millisecond)
-	require.Empty(t, neighMAC(t, hostC, vip))
+	requireUnanswered(t, client, hostC, vip)
 }
 
 // TestAnnounceRestoresProxyDelay checks that the announcer sets the uplink's proxy_delay to 0

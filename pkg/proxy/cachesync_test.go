@@ -2,20 +2,26 @@ package proxy
 
 import (
 	"context"
+	"sync/atomic"
 	"testing"
 	"time"
 
 	v1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/kubernetes/fake"
 	k8stesting "k8s.io/client-go/testing"
 
+	"github.com/antrea-proxy/antrea-proxy/pkg/ovs/openflow"
 	"github.com/antrea-proxy/antrea-proxy/pkg/ovs/openflow/openflowtest"
 )
 
 // TestNothingProgrammedBeforeCachesSync holds the EndpointSlice list back: while it is pending
-// the proxier must not touch the bridge, even though Services are already known.
+// the proxier must not touch the bridge, even though the Service is already known (an eager
+// proxier would program it without endpoints, i.e. reject its clients). Every bundle the
+// bridge receives is checked against the moment the list was released, and the list is
+// released only once the proxier's tracker holds the Service.
 func TestNothingProgrammedBeforeCachesSync(t *testing.T) {
 	node := &v1.Node{ObjectMeta: metav1.ObjectMeta{Name: testNode}}
 	cs := fake.NewSimpleClientset(node, makeService("ns1", "web", "10.96.0.10"),
@@ -26,6 +32,13 @@ func TestNothingProgrammedBeforeCachesSync(t *testing.T) {
 		return false, nil, nil
 	})
 	b := openflowtest.NewFakeBridge()
+	var released, early atomic.Bool
+	b.SetApplyHook(func([]openflow.Op) error {
+		if !released.Load() {
+			early.Store(true)
+		}
+		return nil
+	})
 	opts := testOptions()
 	opts.Clock = nil
 	opts.MinSyncInterval = 10 * time.Millisecond
@@ -38,13 +51,16 @@ func TestNothingProgrammedBeforeCachesSync(t *testing.T) {
 	go func() { done <- p.Run(ctx, cs) }()
 	defer func() { cancel(); <-done }()
 
-	time.Sleep(300 * time.Millisecond) // give a wrongly eager proxier the chance to program
-	if n := b.ApplyCount(); n != 0 {
-		t.Fatalf("the bridge was programmed %d time(s) before the EndpointSlice cache synced", n)
-	}
+	waitFor(t, 10*time.Second, "the proxier's tracker to hold the Service", func() bool {
+		return p.track.PendingServices().Has(types.NamespacedName{Namespace: "ns1", Name: "web"})
+	})
+	released.Store(true)
 	close(release)
 	waitFor(t, 10*time.Second, "the Service to be programmed after the caches synced", func() bool {
 		st := p.Services()
 		return len(st) == 1 && st[0].Ports[0].Buckets == 1
 	})
+	if early.Load() {
+		t.Fatal("the bridge was programmed before the EndpointSlice cache synced")
+	}
 }

@@ -304,10 +304,10 @@ func TestMonitorRunReturnsWhenContextEnds(t *testing.T) {
 }
 
 func TestMonitorOptionsDefaults(t *testing.T) {
-	o := MonitorOptions{}.withDefaults()
+	o := MonitorOptions{}.Defaults()
 	require.Equal(t, 100*time.Millisecond, o.MinBackoff)
 	require.Equal(t, time.Second, o.MaxBackoff)
 	require.Equal(t, 5*time.Second, o.DialTimeout)
-	o = MonitorOptions{MinBackoff: 2 * time.Second}.withDefaults()
+	o = MonitorOptions{MinBackoff: 2 * time.Second}.Defaults()
 	require.Equal(t, 2*time.Second, o.MaxBackoff)
 }

@@ -156,7 +156,7 @@ func (m *Monitor) up(c *Conn) {
 // to MaxBackoff) so that a loss is noticed, and reported on Resets, without waiting for a
 // request. Then it closes the connection and returns.
 func (m *Monitor) Run(ctx context.Context) {
-	backoff := m.opts.MinBackoff
+	backoff := Backoff{Min: m.opts.MinBackoff, Max: m.opts.MaxBackoff}
 	failures := 0
 	for ctx.Err() == nil {
 		c, err := m.Conn(ctx)
@@ -170,13 +170,13 @@ func (m *Monitor) Run(ctx context.Context) {
 			} else {
 				klog.V(4).InfoS("Cannot connect to the OpenFlow switch", "addr", m.addr, "attempts", failures, "err", err)
 			}
-			if !sleepCtx(ctx, backoff) {
+			if !backoff.Wait(ctx) {
 				break
 			}
-			backoff = min(2*backoff, m.opts.MaxBackoff)
 			continue
 		}
-		backoff, failures = m.opts.MinBackoff, 0
+		backoff.Reset()
+		failures = 0
 		select {
 		case <-c.Done():
 			m.current() // records the loss now
@@ -210,15 +210,3 @@ func (m *Monitor) CloseQuietly(c *Conn, err error) {
 }
 
 func formatDPID(id uint64) string { return fmt.Sprintf("%016x", id) }
-
-// sleepCtx waits d or until ctx ends; it reports whether d passed.
-func sleepCtx(ctx context.Context, d time.Duration) bool {
-	t := time.NewTimer(d)
-	defer t.Stop()
-	select {
-	case <-t.C:
-		return true
-	case <-ctx.Done():
-		return false
-	}
-}

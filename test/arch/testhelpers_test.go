@@ -39,7 +39,7 @@ func TestTestHelperViolationsNamesTheImport(t *testing.T) {
 	got := testHelperViolations([]Import{
 		{Pkg: "pkg/proxy", File: "pkg/proxy/a.go", Path: "pkg/ovs/openflow/openflowtest", Project: true},                 // forbidden
 		{Pkg: "pkg/agent/x/xtest", File: "pkg/agent/x/xtest/b.go", Path: "pkg/ovs/openflow/openflowtest", Project: true}, // helper
-		{Pkg: "test/e2e", File: "test/e2e/c.go", Path: "pkg/ovs/openflow/openflowtest", Project: true},                    // tests
+		{Pkg: "test/e2e", File: "test/e2e/c.go", Path: "pkg/ovs/openflow/openflowtest", Project: true},                   // tests
 		{Pkg: "pkg/proxy", File: "pkg/proxy/d.go", Path: "pkg/ovs/openflow", Project: true},                              // fine
 	})
 	want := []string{"pkg/proxy/a.go: pkg/proxy imports pkg/ovs/openflow/openflowtest, a package for tests only"}

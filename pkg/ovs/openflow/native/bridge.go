@@ -35,14 +35,14 @@ type Delegate interface {
 
 // Reset describes a connection established after an earlier one was lost (ovs-vswitchd
 // restarted, the bridge was re-created, a keepalive went unanswered): the switch may have lost
-// every flow and group. It is the connection monitor's type, so both report resets alike.
+// every flow and group. It is the ofconn.Monitor's: the bridge's connection is kept by one.
 type Reset = ofconn.Reset
 
 // Bridge implements openflow.Bridge over one persistent OpenFlow 1.5 connection to the
 // switch (its management socket, kept by an ofconn.Monitor): every Apply is one atomic,
 // ordered bundle of flow and group mods, encoded byte-for-byte as `ovs-ofctl -O OpenFlow15
-// bundle` encodes the ofctl backend's text. Dumps, counts and conntrack flushes go to the
-// Delegate.
+// bundle` encodes the ofctl backend's text. Flow dumps, counts and aggregate statistics go to
+// the Delegate.
 type Bridge struct {
 	target   string
 	delegate Delegate

@@ -10,51 +10,7 @@ import (
 	"sync"
 	"sync/atomic"
 	"time"
-
-	"k8s.io/klog/v2"
 )
-
-// Options tune a connection. Zero values take the defaults.
-type Options struct {
-	// MissSendLen is sent with set-config: how much of a table-miss packet the switch sends.
-	// Default MissSendLenNoBuffer (whole packets). It does not affect controller actions,
-	// which carry their own max_len.
-	MissSendLen uint16
-	// EchoInterval is how often the connection sends an echo request. Default 5 s.
-	EchoInterval time.Duration
-	// EchoTimeout is how long an echo reply may take before the connection is declared dead.
-	// Default 3 s.
-	EchoTimeout time.Duration
-	// HandshakeTimeout bounds the hello/features/set-config exchange. Default 10 s.
-	HandshakeTimeout time.Duration
-	// WriteTimeout bounds every write. Default 5 s.
-	WriteTimeout time.Duration
-	// PacketInQueue is how many decoded packet-ins wait for the reader of PacketIns; more are
-	// dropped (and counted) so that a slow consumer never stalls the keepalive. Default 256.
-	PacketInQueue int
-}
-
-func (o Options) withDefaults() Options {
-	if o.MissSendLen == 0 {
-		o.MissSendLen = MissSendLenNoBuffer
-	}
-	if o.EchoInterval <= 0 {
-		o.EchoInterval = 5 * time.Second
-	}
-	if o.EchoTimeout <= 0 {
-		o.EchoTimeout = 3 * time.Second
-	}
-	if o.HandshakeTimeout <= 0 {
-		o.HandshakeTimeout = 10 * time.Second
-	}
-	if o.WriteTimeout <= 0 {
-		o.WriteTimeout = 5 * time.Second
-	}
-	if o.PacketInQueue <= 0 {
-		o.PacketInQueue = 256
-	}
-	return o
-}
 
 // Stats counts what a connection received.
 type Stats struct {
@@ -66,17 +22,25 @@ type Stats struct {
 	Malformed uint64
 }
 
-// Conn is an established OpenFlow 1.3 connection to a switch.
+// Conn is an established OpenFlow connection to a switch, of one version (Options.Version). A
+// read loop routes replies to their requests by xid, answers echo requests and queues
+// packet-ins; a keepalive sends echo requests when the connection has been quiet. Any
+// goroutine may send requests.
 type Conn struct {
 	nc       net.Conn
 	addr     string
 	opts     Options
 	features Features
 
-	wmu  sync.Mutex // serializes writes
-	xid  atomic.Uint32
-	pmu  sync.Mutex
-	pend map[uint32]chan error // xid -> waiter for an echo or barrier reply
+	wmu sync.Mutex // serializes writes
+	xid atomic.Uint32
+
+	pmu    sync.Mutex
+	pend   map[uint32]chan Reply // xid -> waiter of its replies
+	ranges atomic.Pointer[ErrorRange]
+
+	lastRecv atomic.Int64 // unix nanos of the last message received
+	holds    atomic.Int32 // Holds in force: a missed echo then does not end the connection
 
 	packetIns chan *PacketIn
 	stats     struct{ packetIns, dropped, malformed atomic.Uint64 }
@@ -107,12 +71,20 @@ func Dial(ctx context.Context, addr string, opts Options) (*Conn, error) {
 	return c, nil
 }
 
-// Handshake runs the OpenFlow 1.3 handshake on an open connection (hello, features request,
-// set-config, barrier) and starts reading it. name identifies the peer in errors and logs.
+// Handshake runs the OpenFlow handshake on an open connection (hello, features request and,
+// unless packet-ins are ignored, set-config and a barrier) and starts reading it. name
+// identifies the peer in errors and logs.
 func Handshake(ctx context.Context, nc net.Conn, name string, opts Options) (*Conn, error) {
-	opts = opts.withDefaults()
-	c := &Conn{nc: nc, addr: name, opts: opts, pend: map[uint32]chan error{},
-		packetIns: make(chan *PacketIn, opts.PacketInQueue), done: make(chan struct{})}
+	opts = opts.Defaults()
+	if err := opts.Validate(); err != nil {
+		return nil, fmt.Errorf("openflow connection options: %w", err)
+	}
+	c := &Conn{nc: nc, addr: name, opts: opts, pend: map[uint32]chan Reply{}, done: make(chan struct{})}
+	if !opts.IgnorePacketIns {
+		c.packetIns = make(chan *PacketIn, opts.PacketInQueue)
+	} else {
+		c.packetIns = make(chan *PacketIn)
+	}
 	deadline := time.Now().Add(opts.HandshakeTimeout)
 	if d, ok := ctx.Deadline(); ok && d.Before(deadline) {
 		deadline = d
@@ -133,8 +105,9 @@ func Handshake(ctx context.Context, nc net.Conn, name string, opts Options) (*Co
 			// The socket deadline, set from ctx's, fired a moment before ctx noticed.
 			err = fmt.Errorf("%w (%v)", context.DeadlineExceeded, err)
 		}
-		return nil, fmt.Errorf("openflow handshake with %s: %w", name, err)
+		return nil, fmt.Errorf("openflow %s handshake with %s: %w", versionName(opts.Version), name, err)
 	}
+	c.lastRecv.Store(time.Now().UnixNano())
 	go c.readLoop()
 	go c.keepalive()
 	return c, nil
@@ -142,18 +115,19 @@ func Handshake(ctx context.Context, nc net.Conn, name string, opts Options) (*Co
 
 // handshake runs synchronously, before the read loop starts.
 func (c *Conn) handshake() error {
-	if _, err := c.nc.Write(EncodeHello(c.nextXid())); err != nil {
+	v := c.opts.Version
+	if _, err := c.nc.Write(EncodeHello(v, c.NextXid())); err != nil {
 		return fmt.Errorf("sending hello: %w", err)
 	}
 	hello, err := ReadMessage(c.nc)
 	if err != nil {
 		return fmt.Errorf("reading hello: %w", err)
 	}
-	if _, err := NegotiateVersion(hello); err != nil {
+	if _, err := NegotiateVersion(hello, v); err != nil {
 		return err
 	}
-	fxid := c.nextXid()
-	if _, err := c.nc.Write(EncodeFeaturesRequest(fxid)); err != nil {
+	fxid := c.NextXid()
+	if _, err := c.nc.Write(EncodeFeaturesRequest(v, fxid)); err != nil {
 		return fmt.Errorf("sending features request: %w", err)
 	}
 	reply, err := c.awaitSync(TypeFeaturesReply, fxid)
@@ -163,8 +137,11 @@ func (c *Conn) handshake() error {
 	if c.features, err = DecodeFeaturesReply(reply); err != nil {
 		return err
 	}
-	bxid := c.nextXid()
-	msg := append(EncodeSetConfig(c.nextXid(), c.opts.MissSendLen), EncodeBarrierRequest(bxid)...)
+	if c.opts.IgnorePacketIns {
+		return nil
+	}
+	bxid := c.NextXid()
+	msg := append(encodeSetConfig(v, c.NextXid(), c.opts.MissSendLen), encodeV(v, TypeBarrierRequest, bxid, nil)...)
 	if _, err := c.nc.Write(msg); err != nil {
 		return fmt.Errorf("sending set-config: %w", err)
 	}
@@ -185,7 +162,7 @@ func (c *Conn) awaitSync(t uint8, xid uint32) ([]byte, error) {
 		h, _ := ParseHeader(msg)
 		switch {
 		case h.Type == TypeEchoRequest:
-			if _, err := c.nc.Write(EncodeEchoReply(h.Xid, msg[headerLen:])); err != nil {
+			if _, err := c.nc.Write(echoReply(msg)); err != nil {
 				return nil, err
 			}
 		case h.Type == TypeError:
@@ -217,7 +194,14 @@ func ReadMessage(r io.Reader) ([]byte, error) {
 	return msg, nil
 }
 
-func (c *Conn) nextXid() uint32 { return c.xid.Add(1) }
+// NextXid returns a fresh transaction ID.
+func (c *Conn) NextXid() uint32 { return c.xid.Add(1) }
+
+// ReserveXids returns the first of n consecutive fresh transaction IDs.
+func (c *Conn) ReserveXids(n int) uint32 { return c.xid.Add(uint32(n)) - uint32(n) + 1 }
+
+// Version is the OpenFlow version the connection speaks.
+func (c *Conn) Version() uint8 { return c.opts.Version }
 
 // Features is the switch's features reply from the handshake.
 func (c *Conn) Features() Features { return c.features }
@@ -228,14 +212,22 @@ func (c *Conn) PacketIns() <-chan *PacketIn { return c.packetIns }
 // Done is closed when the connection has ended; Err then says why.
 func (c *Conn) Done() <-chan struct{} { return c.done }
 
-// Err is why the connection ended, or nil while it is up.
-func (c *Conn) Err() error {
+// Alive reports whether the connection has not ended.
+func (c *Conn) Alive() bool {
 	select {
 	case <-c.done:
-		return c.err
+		return false
 	default:
+		return true
+	}
+}
+
+// Err is why the connection ended, or nil while it is up.
+func (c *Conn) Err() error {
+	if c.Alive() {
 		return nil
 	}
+	return c.err
 }
 
 // Stats returns the packet-in counters.
@@ -245,12 +237,13 @@ func (c *Conn) Stats() Stats {
 
 // Close ends the connection.
 func (c *Conn) Close() error {
-	c.fail(errors.New("closed"))
+	c.CloseWithError(errors.New("closed"))
 	return nil
 }
 
-// fail ends the connection with err, once.
-func (c *Conn) fail(err error) {
+// CloseWithError ends the connection, once, with err as the reason Err reports: every waiting
+// request then fails with it.
+func (c *Conn) CloseWithError(err error) {
 	c.closeOnce.Do(func() {
 		c.err = fmt.Errorf("openflow connection to %s: %w", c.addr, err)
 		_ = c.nc.Close()
@@ -258,140 +251,40 @@ func (c *Conn) fail(err error) {
 	})
 }
 
-// write sends one message.
-func (c *Conn) write(msg []byte) error {
+// Write sends msg whole; a failed or timed-out write ends the connection (a partial message
+// cannot be taken back). ctx may shorten Options.WriteTimeout.
+func (c *Conn) Write(ctx context.Context, msg []byte) error {
 	c.wmu.Lock()
 	defer c.wmu.Unlock()
-	_ = c.nc.SetWriteDeadline(time.Now().Add(c.opts.WriteTimeout))
-	if _, err := c.nc.Write(msg); err != nil {
-		c.fail(fmt.Errorf("write: %w", err))
+	dl := time.Now().Add(c.opts.WriteTimeout)
+	if d, ok := ctx.Deadline(); ok && d.Before(dl) {
+		dl = d
+	}
+	_ = c.nc.SetWriteDeadline(dl)
+	stop := context.AfterFunc(ctx, func() { _ = c.nc.SetWriteDeadline(time.Unix(1, 0)) })
+	_, err := c.nc.Write(msg)
+	stop()
+	if err != nil {
+		if ctx.Err() != nil {
+			err = fmt.Errorf("%w (%v)", ctx.Err(), err)
+		}
+		c.CloseWithError(fmt.Errorf("write: %w", err))
 		return c.err
 	}
 	return nil
 }
 
-// SendPacketOut sends a packet-out. It does not wait: errors from the switch are logged.
+// SendPacketOut sends a packet-out on an OpenFlow 1.3 connection. It does not wait: errors from
+// the switch are logged.
 func (c *Conn) SendPacketOut(po PacketOut) error {
-	msg, err := EncodePacketOut(c.nextXid(), po)
+	if c.opts.Version != Version13 {
+		return fmt.Errorf("packet-out: encoded for OpenFlow 1.3, the connection speaks %s", versionName(c.opts.Version))
+	}
+	msg, err := EncodePacketOut(c.NextXid(), po)
 	if err != nil {
 		return err
 	}
-	return c.write(msg)
-}
-
-// Barrier waits until the switch has processed every message sent before it.
-func (c *Conn) Barrier(ctx context.Context) error {
-	return c.request(ctx, func(xid uint32) []byte { return EncodeBarrierRequest(xid) })
-}
-
-// Echo sends an echo request and waits for its reply.
-func (c *Conn) Echo(ctx context.Context) error {
-	return c.request(ctx, func(xid uint32) []byte { return EncodeEchoRequest(xid, []byte("ka")) })
-}
-
-// request sends the message built for a fresh xid and waits for the reply (or error) to it.
-func (c *Conn) request(ctx context.Context, build func(xid uint32) []byte) error {
-	xid := c.nextXid()
-	ch := make(chan error, 1)
-	c.pmu.Lock()
-	c.pend[xid] = ch
-	c.pmu.Unlock()
-	defer func() {
-		c.pmu.Lock()
-		delete(c.pend, xid)
-		c.pmu.Unlock()
-	}()
-	if err := c.write(build(xid)); err != nil {
-		return err
-	}
-	select {
-	case err := <-ch:
-		return err
-	case <-ctx.Done():
-		return ctx.Err()
-	case <-c.done:
-		return c.err
-	}
-}
-
-// answer completes the request waiting for xid, if any.
-func (c *Conn) answer(xid uint32, err error) bool {
-	c.pmu.Lock()
-	ch, ok := c.pend[xid]
-	c.pmu.Unlock()
-	if ok {
-		select {
-		case ch <- err:
-		default: // a duplicate reply
-		}
-	}
-	return ok
-}
-
-func (c *Conn) readLoop() {
-	defer close(c.packetIns)
-	for {
-		msg, err := ReadMessage(c.nc)
-		if err != nil {
-			c.fail(fmt.Errorf("read: %w", err))
-			return
-		}
-		c.dispatch(msg)
-	}
-}
-
-func (c *Conn) dispatch(msg []byte) {
-	h, _ := ParseHeader(msg)
-	switch h.Type {
-	case TypeEchoRequest:
-		_ = c.write(EncodeEchoReply(h.Xid, msg[headerLen:]))
-	case TypeEchoReply, TypeBarrierReply:
-		c.answer(h.Xid, nil)
-	case TypeError:
-		e, err := DecodeError(msg)
-		if err != nil {
-			klog.ErrorS(err, "Malformed OpenFlow error message", "peer", c.addr)
-			return
-		}
-		if !c.answer(h.Xid, e) {
-			klog.ErrorS(e, "OpenFlow switch reported an error", "peer", c.addr, "xid", e.Xid)
-		}
-	case TypePacketIn:
-		pi, err := DecodePacketIn(msg)
-		if err != nil {
-			c.stats.malformed.Add(1)
-			klog.V(2).InfoS("Dropping malformed packet-in", "peer", c.addr, "err", err)
-			return
-		}
-		// Count before queueing, so that a reader who took the packet-in sees it counted. The read
-		// loop is the only sender and the queue has room, so the send cannot block.
-		if len(c.packetIns) == cap(c.packetIns) {
-			c.stats.dropped.Add(1)
-			return
-		}
-		c.stats.packetIns.Add(1)
-		c.packetIns <- pi
-	}
-}
-
-// keepalive sends echo requests and ends the connection when one goes unanswered.
-func (c *Conn) keepalive() {
-	t := time.NewTicker(c.opts.EchoInterval)
-	defer t.Stop()
-	for {
-		select {
-		case <-c.done:
-			return
-		case <-t.C:
-			ctx, cancel := context.WithTimeout(context.Background(), c.opts.EchoTimeout)
-			err := c.Echo(ctx)
-			cancel()
-			if err != nil {
-				c.fail(fmt.Errorf("no echo reply within %v: %w", c.opts.EchoTimeout, err))
-				return
-			}
-		}
-	}
+	return c.Write(context.Background(), msg)
 }
 
 func ctxDeadlinePassed(ctx context.Context) bool {

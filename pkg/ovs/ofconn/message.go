@@ -2,12 +2,19 @@ package ofconn
 
 import (
 	"encoding/binary"
-	"errors"
 	"fmt"
 )
 
-// Version is the OpenFlow version this package speaks (OpenFlow 1.3).
-const Version uint8 = 0x04
+// OpenFlow wire versions a connection can speak.
+const (
+	// Version13 is OpenFlow 1.3: the packet-in and packet-out encodings of this package.
+	Version13 uint8 = 0x04
+	// Version15 is OpenFlow 1.5: the bundles of pkg/ovs/openflow/native.
+	Version15 uint8 = 0x06
+	// Version is the default version of a connection and the one of this package's packet-in
+	// and packet-out encodings (OpenFlow 1.3).
+	Version = Version13
+)
 
 // Message types of OpenFlow 1.3 used here.
 const (
@@ -19,10 +26,21 @@ const (
 	TypeFeaturesReply   uint8 = 6
 	TypeSetConfig       uint8 = 9
 	TypePacketIn        uint8 = 10
+	TypeFlowRemoved     uint8 = 11
+	TypePortStatus      uint8 = 12
 	TypePacketOut       uint8 = 13
+	TypeMultipartReq    uint8 = 18
+	TypeMultipartReply  uint8 = 19
 	TypeBarrierRequest  uint8 = 20
 	TypeBarrierReply    uint8 = 21
+	TypeRoleStatus      uint8 = 30
+	TypeTableStatus     uint8 = 31
+	TypeRequestForward  uint8 = 32
+	TypeBundleControl   uint8 = 33
 )
+
+// MultipartReplyMore is OFPMPF_REPLY_MORE: more replies with the same xid follow.
+const MultipartReplyMore uint16 = 1
 
 // Reserved port numbers (ofp_port_no).
 const (
@@ -79,28 +97,40 @@ func ParseHeader(b []byte) (Header, error) {
 	return h, nil
 }
 
-// encode builds a message of type t with body.
-func encode(t uint8, xid uint32, body []byte) []byte {
+// encode builds an OpenFlow 1.3 message of type t with body.
+func encode(t uint8, xid uint32, body []byte) []byte { return encodeV(Version, t, xid, body) }
+
+// encodeV builds a message of version v and type t with body.
+func encodeV(v, t uint8, xid uint32, body []byte) []byte {
 	b := make([]byte, headerLen+len(body))
-	Header{Version: Version, Type: t, Length: uint16(len(b)), Xid: xid}.put(b)
+	Header{Version: v, Type: t, Length: uint16(len(b)), Xid: xid}.put(b)
 	copy(b[headerLen:], body)
 	return b
 }
 
-// EncodeHello builds a hello that offers only OpenFlow 1.3 through a version bitmap element.
-func EncodeHello(xid uint32) []byte {
-	// Element: type 1 (versionbitmap), length 8, one 32-bit bitmap with bit 4 set.
+// EncodeHello builds a hello of version v that offers only v through a version bitmap element
+// (v < 32).
+func EncodeHello(v uint8, xid uint32) []byte {
+	// Element: type 1 (versionbitmap), length 8, one 32-bit bitmap with bit v set.
 	body := make([]byte, 8)
 	binary.BigEndian.PutUint16(body[0:], 1)
 	binary.BigEndian.PutUint16(body[2:], 8)
-	binary.BigEndian.PutUint32(body[4:], 1<<Version)
-	return encode(TypeHello, xid, body)
+	binary.BigEndian.PutUint32(body[4:], 1<<v)
+	return encodeV(v, TypeHello, xid, body)
+}
+
+// versionName is "1.3" for Version13, "1.5" for Version15.
+func versionName(v uint8) string {
+	if v >= 1 && v <= 9 {
+		return fmt.Sprintf("1.%d", v-1)
+	}
+	return fmt.Sprintf("0x%02x", v)
 }
 
 // NegotiateVersion checks a peer's hello (whole message) and returns the version both sides
-// speak, which must be ours: with a version bitmap, the bitmap must contain it; without one,
-// the peer's header version must be at least ours.
-func NegotiateVersion(msg []byte) (uint8, error) {
+// speak, which must be want: with a version bitmap, the bitmap must contain it; without one,
+// the peer's header version must be at least want.
+func NegotiateVersion(msg []byte, want uint8) (uint8, error) {
 	h, err := ParseHeader(msg)
 	if err != nil {
 		return 0, err
@@ -119,11 +149,12 @@ func NegotiateVersion(msg []byte) (uint8, error) {
 		}
 		if et == 1 {
 			bitmaps := elems[4:el]
-			word := int(Version) / 32
-			if len(bitmaps) >= 4*(word+1) && binary.BigEndian.Uint32(bitmaps[4*word:])&(1<<(Version%32)) != 0 {
-				return Version, nil
+			word := int(want) / 32
+			if len(bitmaps) >= 4*(word+1) && binary.BigEndian.Uint32(bitmaps[4*word:])&(1<<(want%32)) != 0 {
+				return want, nil
 			}
-			return 0, fmt.Errorf("hello: peer does not offer OpenFlow 1.3 (version bitmap %x)", bitmaps)
+			return 0, fmt.Errorf("hello: peer does not offer OpenFlow %s (version bitmap %x; enable it in the bridge's protocols)",
+				versionName(want), bitmaps)
 		}
 		el = (el + 7) / 8 * 8 // elements are padded to 8 bytes
 		if el > len(elems) {
@@ -131,20 +162,29 @@ func NegotiateVersion(msg []byte) (uint8, error) {
 		}
 		elems = elems[el:]
 	}
-	if h.Version < Version {
-		return 0, fmt.Errorf("hello: peer speaks OpenFlow version 0x%02x at most, need 0x%02x (OpenFlow 1.3)", h.Version, Version)
+	if h.Version < want {
+		return 0, fmt.Errorf("hello: peer speaks OpenFlow version 0x%02x at most, need 0x%02x (OpenFlow %s)", h.Version, want, versionName(want))
 	}
-	return Version, nil
+	return want, nil
 }
 
-// EncodeEchoRequest builds an echo request carrying data.
+// EncodeEchoRequest builds an OpenFlow 1.3 echo request carrying data.
 func EncodeEchoRequest(xid uint32, data []byte) []byte { return encode(TypeEchoRequest, xid, data) }
 
-// EncodeEchoReply builds the reply to an echo request: same xid, same data.
+// EncodeEchoReply builds the OpenFlow 1.3 reply to an echo request: same xid, same data.
 func EncodeEchoReply(xid uint32, data []byte) []byte { return encode(TypeEchoReply, xid, data) }
 
-// EncodeFeaturesRequest builds a features request.
-func EncodeFeaturesRequest(xid uint32) []byte { return encode(TypeFeaturesRequest, xid, nil) }
+// echoReply answers the echo request req (whole message) in its own version.
+func echoReply(req []byte) []byte {
+	m := append([]byte(nil), req...)
+	m[1] = TypeEchoReply
+	return m
+}
+
+// EncodeFeaturesRequest builds a features request of version v.
+func EncodeFeaturesRequest(v uint8, xid uint32) []byte {
+	return encodeV(v, TypeFeaturesRequest, xid, nil)
+}
 
 // Features is the switch's features reply.
 type Features struct {
@@ -164,39 +204,17 @@ func DecodeFeaturesReply(msg []byte) (Features, error) {
 
 // EncodeSetConfig builds a set-config with no fragment flags and missSendLen.
 func EncodeSetConfig(xid uint32, missSendLen uint16) []byte {
+	return encodeSetConfig(Version, xid, missSendLen)
+}
+
+func encodeSetConfig(v uint8, xid uint32, missSendLen uint16) []byte {
 	body := make([]byte, 4)
 	binary.BigEndian.PutUint16(body[2:], missSendLen)
-	return encode(TypeSetConfig, xid, body)
+	return encodeV(v, TypeSetConfig, xid, body)
 }
 
-// EncodeBarrierRequest builds a barrier request.
+// EncodeBarrierRequest builds an OpenFlow 1.3 barrier request.
 func EncodeBarrierRequest(xid uint32) []byte { return encode(TypeBarrierRequest, xid, nil) }
-
-// Error is an OpenFlow error message from the switch.
-type Error struct {
-	Xid  uint32
-	Type uint16
-	Code uint16
-	// Data is the start of the offending request, or a text for some errors.
-	Data []byte
-}
-
-func (e *Error) Error() string {
-	return fmt.Sprintf("openflow error type %d code %d (xid %d)", e.Type, e.Code, e.Xid)
-}
-
-// DecodeError decodes an error message (whole message).
-func DecodeError(msg []byte) (*Error, error) {
-	h, err := ParseHeader(msg)
-	if err != nil {
-		return nil, err
-	}
-	if len(msg) < headerLen+4 || int(h.Length) > len(msg) {
-		return nil, errors.New("error message: truncated")
-	}
-	b := msg[headerLen:h.Length]
-	return &Error{Xid: h.Xid, Type: binary.BigEndian.Uint16(b), Code: binary.BigEndian.Uint16(b[2:]), Data: append([]byte(nil), b[4:]...)}, nil
-}
 
 // PacketOut is a packet to send from the controller.
 type PacketOut struct {

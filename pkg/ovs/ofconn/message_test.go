@@ -127,7 +127,7 @@ func TestNegotiateVersion(t *testing.T) {
 		wantErr string
 	}{
 		{"OVS bridge with OpenFlow10,13,15", bitmapHello(6, 1<<1|1<<4|1<<6), ""},
-		{"our own hello", EncodeHello(1), ""},
+		{"our own hello", EncodeHello(Version13, 1), ""},
 		{"no bitmap, newer peer", plainHello(6), ""},
 		{"no bitmap, OpenFlow 1.0 peer", plainHello(1), "at most"},
 		{"bitmap without 1.3", bitmapHello(6, 1<<1|1<<6), "does not offer"},
@@ -135,7 +135,7 @@ func TestNegotiateVersion(t *testing.T) {
 		{"truncated element", append(plainHello(6)[:2:2], 0, 12, 0, 0, 0, 1, 0, 1, 0, 40), "malformed element"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			v, err := NegotiateVersion(tc.msg)
+			v, err := NegotiateVersion(tc.msg, Version13)
 			if tc.wantErr != "" {
 				require.ErrorContains(t, err, tc.wantErr)
 				return
@@ -150,7 +150,8 @@ func TestSmallMessages(t *testing.T) {
 	require.Equal(t, []byte{4, 9, 0, 12, 0, 0, 0, 5, 0, 0, 0xff, 0xff}, EncodeSetConfig(5, MissSendLenNoBuffer))
 	require.Equal(t, []byte{4, 20, 0, 8, 0, 0, 0, 6}, EncodeBarrierRequest(6))
 	require.Equal(t, []byte{4, 3, 0, 10, 0, 0, 0, 7, 'h', 'i'}, EncodeEchoReply(7, []byte("hi")))
-	require.Equal(t, []byte{4, 0, 0, 16, 0, 0, 0, 1, 0, 1, 0, 8, 0, 0, 0, 0x10}, EncodeHello(1))
+	require.Equal(t, []byte{4, 0, 0, 16, 0, 0, 0, 1, 0, 1, 0, 8, 0, 0, 0, 0x10}, EncodeHello(Version13, 1))
+	require.Equal(t, []byte{6, 0, 0, 16, 0, 0, 0, 1, 0, 1, 0, 8, 0, 0, 0, 0x40}, EncodeHello(Version15, 1))
 
 	feat := encode(TypeFeaturesReply, 2, []byte{0, 0, 0x2e, 0xee, 0x1c, 0x07, 0x79, 0x41, 0, 0, 0, 0, 254, 0, 0, 0, 0, 0, 0, 0x4f, 0, 0, 0, 0})
 	f, err := DecodeFeaturesReply(feat)
@@ -162,7 +163,8 @@ func TestSmallMessages(t *testing.T) {
 	e, err := DecodeError(encode(TypeError, 8, []byte{0, 1, 0, 2, 0xaa}))
 	require.NoError(t, err)
 	require.Equal(t, &Error{Xid: 8, Type: 1, Code: 2, Data: []byte{0xaa}}, e)
-	require.Contains(t, e.Error(), "type 1 code 2")
+	require.Equal(t, "OFPBRC_BAD_MULTIPART", e.Error(), "named as ovs-ofctl prints it")
+	require.Equal(t, "OpenFlow error type 99 code 2", ErrorName(99, 2))
 }
 
 // FuzzDecodePacketIn checks that no input crashes the decoder and that whatever decodes

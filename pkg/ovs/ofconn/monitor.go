@@ -9,38 +9,6 @@ import (
 	"k8s.io/klog/v2"
 )
 
-// MonitorOptions tune a Monitor. Zero values take the defaults.
-type MonitorOptions struct {
-	// Conn tunes each connection (echo keepalive: a wedged switch is declared lost after
-	// Conn.EchoInterval + Conn.EchoTimeout).
-	Conn Options
-	// MinBackoff is the wait after the first failed connection attempt; it doubles after each
-	// further failure up to MaxBackoff. Defaults 100 ms and 1 s.
-	MinBackoff time.Duration
-	MaxBackoff time.Duration
-	// DialTimeout bounds one connection attempt with its handshake. Default 5 s.
-	DialTimeout time.Duration
-}
-
-func (o MonitorOptions) withDefaults() MonitorOptions {
-	if o.MinBackoff <= 0 {
-		o.MinBackoff = 100 * time.Millisecond
-	}
-	if o.MaxBackoff <= 0 {
-		o.MaxBackoff = time.Second
-	}
-	if o.MaxBackoff < o.MinBackoff {
-		o.MaxBackoff = o.MinBackoff
-	}
-	if o.DialTimeout <= 0 {
-		o.DialTimeout = 5 * time.Second
-	}
-	// Packet-ins of controller actions reach every connection to the management socket; the
-	// monitor discards them, so it needs no queue.
-	o.Conn.PacketInQueue = 1
-	return o
-}
-
 // Reset describes a connection established after an earlier one was lost: ovs-vswitchd
 // restarted, the bridge was re-created, or the connection broke (a wedged switch that missed
 // its keepalive). The switch may have lost every flow and group.
@@ -60,28 +28,37 @@ type Reset struct {
 // DatapathChanged reports whether the bridge came back with another datapath ID.
 func (r Reset) DatapathChanged() bool { return r.DatapathID != r.PreviousDatapathID }
 
-// Monitor keeps one OpenFlow connection to a bridge open (its management socket), reconnects
-// when it drops, and reports each reconnection after a loss on Resets: the signal that the
-// switch may have lost its state and that its owners should reinstall it.
+// Monitor keeps one OpenFlow connection to a bridge (its management socket) for requests: Conn
+// returns the live connection or dials one, Run reconnects with a backoff when it drops, and
+// each connection established after a loss is reported on Resets: the signal that the switch
+// may have lost its state and that its owners should reinstall it. A connection this side
+// closed (Close, CloseQuietly) is no loss.
 type Monitor struct {
 	addr   string
 	opts   MonitorOptions
 	resets chan struct{}
 
-	mu        sync.Mutex
+	dialMu sync.Mutex // one dial at a time
+
+	mu        sync.Mutex // guards the fields below
+	c         *Conn
 	connected bool
 	since     time.Time
 	dpid      uint64
 	everUp    bool
+	quietLoss bool // this side closed the last connection: the next one is no reset
 	lastReset Reset
 	hasReset  bool
 }
 
 // NewMonitor returns a Monitor of the OpenFlow endpoint addr (see Dial). It connects when Run
-// is called.
+// starts or Conn is first called.
 func NewMonitor(addr string, opts MonitorOptions) *Monitor {
-	return &Monitor{addr: addr, opts: opts.withDefaults(), resets: make(chan struct{}, 1), since: time.Now()}
+	return &Monitor{addr: addr, opts: opts.Defaults(), resets: make(chan struct{}, 1), since: time.Now()}
 }
+
+// Addr returns the OpenFlow endpoint.
+func (m *Monitor) Addr() string { return m.addr }
 
 // Resets receives a value each time a connection is established after an earlier one was
 // lost (never for the first connection). Sends do not block and coalesce: a reader that
@@ -93,6 +70,7 @@ func (m *Monitor) Resets() <-chan struct{} { return m.resets }
 func (m *Monitor) Connected() (bool, time.Time) {
 	m.mu.Lock()
 	defer m.mu.Unlock()
+	m.noticeLossLocked()
 	return m.connected, m.since
 }
 
@@ -110,51 +88,50 @@ func (m *Monitor) LastReset() (Reset, bool) {
 	return m.lastReset, m.hasReset
 }
 
-// Run connects and keeps a connection open until ctx ends, then closes it and returns.
-func (m *Monitor) Run(ctx context.Context) {
-	backoff := m.opts.MinBackoff
-	failures := 0
-	for ctx.Err() == nil {
-		dctx, cancel := context.WithTimeout(ctx, m.opts.DialTimeout)
-		c, err := Dial(dctx, m.addr, m.opts.Conn)
-		cancel()
-		if err != nil {
-			if ctx.Err() != nil {
-				break
-			}
-			failures++
-			if failures == 1 {
-				klog.InfoS("Cannot connect to the OpenFlow switch, retrying", "addr", m.addr, "err", err)
-			} else {
-				klog.V(4).InfoS("Cannot connect to the OpenFlow switch", "addr", m.addr, "attempts", failures, "err", err)
-			}
-			if !sleepCtx(ctx, backoff) {
-				break
-			}
-			backoff = min(2*backoff, m.opts.MaxBackoff)
-			continue
-		}
-		backoff, failures = m.opts.MinBackoff, 0
-		m.up(c)
-		go discardPacketIns(c)
-		select {
-		case <-c.Done():
-			m.down()
-			klog.InfoS("Lost the OpenFlow connection to the switch", "addr", m.addr, "err", c.Err())
-		case <-ctx.Done():
-			_ = c.Close()
-		}
+// noticeLossLocked records that the current connection ended.
+func (m *Monitor) noticeLossLocked() {
+	if m.c != nil && !m.c.Alive() {
+		klog.InfoS("Lost the OpenFlow connection to the switch", "addr", m.addr, "err", m.c.err)
+		m.c = nil
+		m.connected, m.since = false, time.Now()
 	}
-	m.down()
+}
+
+// current returns the live connection, or nil.
+func (m *Monitor) current() *Conn {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	m.noticeLossLocked()
+	return m.c
+}
+
+// Conn returns the live connection, dialling one (within ctx and DialTimeout) when there is
+// none.
+func (m *Monitor) Conn(ctx context.Context) (*Conn, error) {
+	if c := m.current(); c != nil {
+		return c, nil
+	}
+	m.dialMu.Lock()
+	defer m.dialMu.Unlock()
+	if c := m.current(); c != nil {
+		return c, nil
+	}
+	dctx, cancel := context.WithTimeout(ctx, m.opts.DialTimeout)
+	defer cancel()
+	c, err := Dial(dctx, m.addr, m.opts.Conn)
+	if err != nil {
+		return nil, err
+	}
+	m.up(c)
+	return c, nil
 }
 
 // up records a new connection and signals a reset when an earlier one was lost.
 func (m *Monitor) up(c *Conn) {
 	now := time.Now()
 	m.mu.Lock()
-	prev, wasUp := m.dpid, m.everUp
-	down := now.Sub(m.since)
-	m.connected, m.since, m.dpid, m.everUp = true, now, c.Features().DatapathID, true
+	prev, wasUp, down := m.dpid, m.everUp && !m.quietLoss, now.Sub(m.since)
+	m.c, m.connected, m.since, m.dpid, m.everUp, m.quietLoss = c, true, now, c.Features().DatapathID, true, false
 	var r Reset
 	if wasUp {
 		r = Reset{At: now, Down: down, DatapathID: m.dpid, PreviousDatapathID: prev, Count: m.lastReset.Count + 1}
@@ -162,7 +139,8 @@ func (m *Monitor) up(c *Conn) {
 	}
 	m.mu.Unlock()
 	if !wasUp {
-		klog.InfoS("Connected to the OpenFlow switch", "addr", m.addr, "datapathID", formatDPID(m.dpid))
+		klog.InfoS("Connected to the OpenFlow switch", "addr", m.addr, "version", versionName(c.Version()),
+			"datapathID", formatDPID(c.Features().DatapathID))
 		return
 	}
 	klog.InfoS("Reconnected to the OpenFlow switch: it may have lost its flows", "addr", m.addr, "down", down,
@@ -174,31 +152,61 @@ func (m *Monitor) up(c *Conn) {
 	}
 }
 
-func (m *Monitor) down() {
+// Run keeps a connection open until ctx ends, reconnecting with a backoff (MinBackoff doubling
+// to MaxBackoff) so that a loss is noticed, and reported on Resets, without waiting for a
+// request. Then it closes the connection and returns.
+func (m *Monitor) Run(ctx context.Context) {
+	backoff := Backoff{Min: m.opts.MinBackoff, Max: m.opts.MaxBackoff}
+	failures := 0
+	for ctx.Err() == nil {
+		c, err := m.Conn(ctx)
+		if err != nil {
+			if ctx.Err() != nil {
+				break
+			}
+			failures++
+			if failures == 1 {
+				klog.InfoS("Cannot connect to the OpenFlow switch, retrying", "addr", m.addr, "err", err)
+			} else {
+				klog.V(4).InfoS("Cannot connect to the OpenFlow switch", "addr", m.addr, "attempts", failures, "err", err)
+			}
+			if !backoff.Wait(ctx) {
+				break
+			}
+			continue
+		}
+		backoff.Reset()
+		failures = 0
+		select {
+		case <-c.Done():
+			m.current() // records the loss now
+		case <-ctx.Done():
+		}
+	}
+	m.Close()
+}
+
+// Close closes the connection; the next one (Conn, Run) is no reset.
+func (m *Monitor) Close() {
+	m.mu.Lock()
+	c := m.c
+	m.mu.Unlock()
+	if c != nil {
+		m.CloseQuietly(c, fmt.Errorf("closed"))
+	}
+}
+
+// CloseQuietly closes c with err after its user gave up on it (a request its caller
+// cancelled, whose state on the switch is unknown): when c is the current connection, the
+// next one is no reset, as the switch lost nothing.
+func (m *Monitor) CloseQuietly(c *Conn, err error) {
 	m.mu.Lock()
 	defer m.mu.Unlock()
-	if m.connected {
-		m.connected, m.since = false, time.Now()
+	c.CloseWithError(err)
+	if m.c == c {
+		m.c = nil
+		m.connected, m.since, m.quietLoss = false, time.Now(), true
 	}
 }
 
 func formatDPID(id uint64) string { return fmt.Sprintf("%016x", id) }
-
-// discardPacketIns drains c's packet-ins until it ends: the monitor only watches the connection.
-func discardPacketIns(c *Conn) {
-	for pi := range c.PacketIns() {
-		_ = pi
-	}
-}
-
-// sleepCtx waits d or until ctx ends; it reports whether d passed.
-func sleepCtx(ctx context.Context, d time.Duration) bool {
-	t := time.NewTimer(d)
-	defer t.Stop()
-	select {
-	case <-t.C:
-		return true
-	case <-ctx.Done():
-		return false
-	}
-}

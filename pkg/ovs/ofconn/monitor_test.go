@@ -304,10 +304,44 @@ func TestMonitorRunReturnsWhenContextEnds(t *testing.T) {
 }
 
 func TestMonitorOptionsDefaults(t *testing.T) {
-	o := MonitorOptions{}.withDefaults()
+	o := MonitorOptions{}.Defaults()
 	require.Equal(t, 100*time.Millisecond, o.MinBackoff)
 	require.Equal(t, time.Second, o.MaxBackoff)
 	require.Equal(t, 5*time.Second, o.DialTimeout)
-	o = MonitorOptions{MinBackoff: 2 * time.Second}.withDefaults()
+	o = MonitorOptions{MinBackoff: 2 * time.Second}.Defaults()
 	require.Equal(t, 2*time.Second, o.MaxBackoff)
+}
+
+func TestMonitorConnDialsOnDemandAndQuietClosesAreNoReset(t *testing.T) {
+	b := startBridge(t, 9)
+	m := NewMonitor(b.addr(), MonitorOptions{})
+	t.Cleanup(m.Close)
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	c, err := m.Conn(ctx)
+	require.NoError(t, err, "Conn dials without Run")
+	again, err := m.Conn(ctx)
+	require.NoError(t, err)
+	require.Same(t, c, again, "the live connection is reused")
+	require.Equal(t, uint64(9), m.DatapathID())
+
+	// The user gave up on the connection (a cancelled request): the switch lost nothing.
+	m.CloseQuietly(c, context.Canceled)
+	up, _ := m.Connected()
+	require.False(t, up)
+	c, err = m.Conn(ctx)
+	require.NoError(t, err)
+	noReset(t, m)
+
+	// The switch dropped it: the next connection is a reset.
+	b.dropConns()
+	select {
+	case <-c.Done():
+	case <-time.After(10 * time.Second):
+		t.Fatal("the dropped connection did not end")
+	}
+	_, err = m.Conn(ctx)
+	require.NoError(t, err)
+	r := waitReset(t, m)
+	require.Equal(t, 1, r.Count)
 }

@@ -194,12 +194,11 @@ func DialOpenFlow(addr string, opts ofconn.Options) Dialer {
 // Run serves connections from dial until ctx ends, reconnecting with a backoff (from 100 ms
 // up to 10 s) when the connection fails or ends.
 func (r *Responder) Run(ctx context.Context, dial Dialer) {
-	const minBackoff, maxBackoff = 100 * time.Millisecond, 10 * time.Second
-	backoff := minBackoff
+	backoff := ofconn.Backoff{Min: 100 * time.Millisecond, Max: 10 * time.Second}
 	for ctx.Err() == nil {
 		conn, err := dial(ctx)
 		if err != nil {
-			klog.ErrorS(err, "Reject responder cannot connect to OpenFlow; retrying", "backoff", backoff)
+			klog.ErrorS(err, "Reject responder cannot connect to OpenFlow; retrying", "backoff", backoff.Current())
 		} else {
 			klog.InfoS("Reject responder connected to OpenFlow")
 			start := time.Now()
@@ -208,16 +207,13 @@ func (r *Responder) Run(ctx context.Context, dial Dialer) {
 			if ctx.Err() != nil {
 				return
 			}
-			klog.ErrorS(conn.Err(), "Reject responder lost its OpenFlow connection; reconnecting", "backoff", backoff)
-			if time.Since(start) > maxBackoff {
-				backoff = minBackoff
+			if time.Since(start) > backoff.Max {
+				backoff.Reset()
 			}
+			klog.ErrorS(conn.Err(), "Reject responder lost its OpenFlow connection; reconnecting", "backoff", backoff.Current())
 		}
-		select {
-		case <-ctx.Done():
+		if !backoff.Wait(ctx) {
 			return
-		case <-time.After(backoff):
 		}
-		backoff = min(2*backoff, maxBackoff)
 	}
 }

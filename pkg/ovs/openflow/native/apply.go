@@ -9,6 +9,7 @@ import (
 
 	"k8s.io/klog/v2"
 
+	"github.com/antrea-proxy/antrea-proxy/pkg/ovs/ofconn"
 	"github.com/antrea-proxy/antrea-proxy/pkg/ovs/openflow"
 )
 
@@ -35,8 +36,7 @@ func (b *Bridge) Apply(ctx context.Context, ops []openflow.Op) error {
 	if err != nil {
 		return fmt.Errorf("openflow bundle %s: %w", b.target, err)
 	}
-	c.busy.Add(1)
-	defer c.busy.Add(-1)
+	defer c.Hold()()
 	start := time.Now()
 	b.mu.Lock()
 	b.bundleID++
@@ -45,7 +45,7 @@ func (b *Bridge) Apply(ctx context.Context, ops []openflow.Op) error {
 	err = b.transact(ctx, c, id, ops)
 	var (
 		rej *RejectedOpError
-		swe *SwitchError
+		swe *ofconn.Error
 	)
 	switch {
 	case err == nil:
@@ -59,12 +59,12 @@ func (b *Bridge) Apply(ctx context.Context, ops []openflow.Op) error {
 	case caller.Err() != nil:
 		// The caller gave up: the bundle's state on the switch is unknown, so drop the
 		// connection (which discards it unless it was committed), but the switch lost nothing.
-		b.closeQuietly(c, err)
+		b.mon.CloseQuietly(c, err)
 		return fmt.Errorf("openflow bundle %s: %w", b.target, err)
 	default:
 		// The connection failed or the switch did not answer within the deadline: as for a
 		// lost connection, the next one is a reset.
-		c.fail(err)
+		c.CloseWithError(err)
 		return fmt.Errorf("openflow bundle %s: %w", b.target, err)
 	}
 }
@@ -86,16 +86,15 @@ func maxMessages(ops []openflow.Op) int {
 }
 
 // transact runs one bundle on c.
-func (b *Bridge) transact(ctx context.Context, c *conn, id uint32, ops []openflow.Op) error {
+func (b *Bridge) transact(ctx context.Context, c *ofconn.Conn, id uint32, ops []openflow.Op) error {
 	bound := maxMessages(ops)
-	first := c.reserveXids(bound + 3)
+	first := c.ReserveXids(bound + 3)
 	openXid, barrierXid, endXid := first, first+uint32(bound)+1, first+uint32(bound)+2
-	txn := &txnErrors{first: first + 1, last: first + uint32(bound)}
-	c.txn.Store(txn)
-	defer c.txn.Store(nil)
-	openCh, cancelOpen := c.expect(openXid)
+	txn, stopCollecting := c.CollectErrors(first+1, first+uint32(bound))
+	defer stopCollecting()
+	openCh, cancelOpen := c.Expect(openXid)
 	defer cancelOpen()
-	barrierCh, cancelBarrier := c.expect(barrierXid)
+	barrierCh, cancelBarrier := c.Expect(barrierXid)
 	defer cancelBarrier()
 
 	flags := bundleAtomic | bundleOrdered
@@ -109,59 +108,62 @@ func (b *Bridge) transact(ctx context.Context, c *conn, id uint32, ops []openflo
 			return fmt.Errorf("%w: op %d (%s): %v", errEncoding, i, ops[i].Kind, err)
 		}
 		if len(e.w.b) >= flushBytes {
-			if err := c.write(ctx, e.w.b); err != nil {
+			if err := c.Write(ctx, e.w.b); err != nil {
 				return err
 			}
 			e.w.b = e.w.b[:0]
 		}
 	}
 	e.w.setLen16(e.w.header(typeBarrierRequest, barrierXid), 2)
-	if err := c.write(ctx, e.w.b); err != nil {
+	if err := c.Write(ctx, e.w.b); err != nil {
 		return err
 	}
-	r, err := c.await(ctx, openCh)
+	r, err := c.Await(ctx, openCh)
 	if err != nil {
 		return fmt.Errorf("opening bundle: %w", err)
 	}
-	if r.err != nil {
-		return fmt.Errorf("opening bundle: %w", r.err)
+	if r.Err != nil {
+		return fmt.Errorf("opening bundle: %w", r.Err)
 	}
-	if _, err := c.await(ctx, barrierCh); err != nil {
+	if _, err := c.Await(ctx, barrierCh); err != nil {
 		return fmt.Errorf("waiting for the barrier after %d messages: %w", len(e.refs), err)
 	}
-	if errs := txn.list(); len(errs) > 0 {
+	if errs := txn.List(); len(errs) > 0 {
 		b.discard(ctx, c, endXid, id, flags)
-		return b.rejected(ops, e.refs, txn.first, errs[0])
+		return b.rejected(ops, e.refs, txn.First, errs[0])
 	}
 	var w buf
 	putBundleControl(&w, endXid, id, bundleCommitRequest, flags)
-	r, err = c.request(ctx, endXid, w.b)
+	r, err = c.Request(ctx, endXid, w.b)
 	if err != nil {
 		return fmt.Errorf("committing bundle: %w", err)
 	}
-	if r.err != nil {
-		if errs := txn.list(); len(errs) > 0 {
-			return b.rejected(ops, e.refs, txn.first, errs[0])
+	if r.Err != nil {
+		if errs := txn.List(); len(errs) > 0 {
+			return b.rejected(ops, e.refs, txn.First, errs[0])
 		}
-		return fmt.Errorf("committing bundle: %w", r.err)
+		return fmt.Errorf("committing bundle: %w", r.Err)
 	}
-	if typ := binary.BigEndian.Uint16(r.msg[headerLen+4:]); typ != bundleCommitReply {
+	if len(r.Msg) < headerLen+6 {
+		return fmt.Errorf("committing bundle: bundle control reply of %d bytes", len(r.Msg))
+	}
+	if typ := binary.BigEndian.Uint16(r.Msg[headerLen+4:]); typ != bundleCommitReply {
 		return fmt.Errorf("committing bundle: unexpected bundle control reply type %d", typ)
 	}
 	return nil
 }
 
 // discard discards bundle id (best effort: the bundle is also dropped with the connection).
-func (b *Bridge) discard(ctx context.Context, c *conn, xid, id uint32, flags uint16) {
+func (b *Bridge) discard(ctx context.Context, c *ofconn.Conn, xid, id uint32, flags uint16) {
 	var w buf
 	putBundleControl(&w, xid, id, bundleDiscardRequest, flags)
-	if _, err := c.request(ctx, xid, w.b); err != nil {
+	if _, err := c.Request(ctx, xid, w.b); err != nil {
 		klog.V(2).InfoS("Discarding a refused OpenFlow bundle failed", "target", b.target, "err", err)
 	}
 }
 
 // rejected turns the switch's first error about a bundled message into the error naming its op.
-func (b *Bridge) rejected(ops []openflow.Op, refs []msgRef, firstXid uint32, e *SwitchError) error {
+func (b *Bridge) rejected(ops []openflow.Op, refs []msgRef, firstXid uint32, e *ofconn.Error) error {
 	k := int(e.Xid - firstXid)
 	if k < 0 || k >= len(refs) {
 		return fmt.Errorf("openflow bundle %s: the switch refused a message: %w", b.target, e)

@@ -3,11 +3,8 @@ package native
 import (
 	"context"
 	"errors"
-	"fmt"
 	"sync"
 	"time"
-
-	"k8s.io/klog/v2"
 
 	"github.com/antrea-proxy/antrea-proxy/pkg/ovs/ofconn"
 	"github.com/antrea-proxy/antrea-proxy/pkg/ovs/openflow"
@@ -38,33 +35,24 @@ type Delegate interface {
 
 // Reset describes a connection established after an earlier one was lost (ovs-vswitchd
 // restarted, the bridge was re-created, a keepalive went unanswered): the switch may have lost
-// every flow and group. It is the connection monitor's type, so both report resets alike.
+// every flow and group. It is the ofconn.Monitor's: the bridge's connection is kept by one.
 type Reset = ofconn.Reset
 
 // Bridge implements openflow.Bridge over one persistent OpenFlow 1.5 connection to the
-// switch (its management socket): every Apply is one atomic, ordered bundle of flow and group
-// mods, encoded byte-for-byte as `ovs-ofctl -O OpenFlow15 bundle` encodes the ofctl backend's
-// text. Dumps, counts and conntrack flushes go to the Delegate.
+// switch (its management socket, kept by an ofconn.Monitor): every Apply is one atomic,
+// ordered bundle of flow and group mods, encoded byte-for-byte as `ovs-ofctl -O OpenFlow15
+// bundle` encodes the ofctl backend's text. Flow dumps, counts and aggregate statistics go to
+// the Delegate.
 type Bridge struct {
 	target   string
 	delegate Delegate
 	opts     options
+	mon      *ofconn.Monitor
 
 	applyMu sync.Mutex // one bundle at a time
 
-	mu        sync.Mutex // guards the fields below
-	c         *conn
-	bundleID  uint32
-	everUp    bool
-	connected bool
-	since     time.Time
-	dpid      uint64
-	lastReset Reset
-	hasReset  bool
-	// quietLoss is set when this side closed the last connection (Close, or an Apply its
-	// caller cancelled): the next connection is no reset.
-	quietLoss bool
-	resets    chan struct{}
+	mu       sync.Mutex // guards bundleID
+	bundleID uint32
 }
 
 var (
@@ -73,11 +61,9 @@ var (
 )
 
 type options struct {
-	applyBase, applyPerOp  time.Duration
-	dialTimeout            time.Duration
-	conn                   connOptions
-	minBackoff, maxBackoff time.Duration
-	maxMessageLen          int
+	applyBase, applyPerOp time.Duration
+	mon                   ofconn.MonitorOptions
+	maxMessageLen         int
 }
 
 // Option tunes New.
@@ -99,10 +85,10 @@ func WithApplyTimeout(base, perOp time.Duration) Option {
 func WithKeepalive(interval, timeout time.Duration) Option {
 	return func(o *options) {
 		if interval > 0 {
-			o.conn.echoInterval = interval
+			o.mon.Conn.EchoInterval = interval
 		}
 		if timeout > 0 {
-			o.conn.echoTimeout = timeout
+			o.mon.Conn.EchoTimeout = timeout
 		}
 	}
 }
@@ -114,13 +100,14 @@ func withMaxMessageLen(n int) Option { return func(o *options) { o.maxMessageLen
 // connects on the first Apply, or when Run starts. delegate serves DumpFlows, CountFlows and
 // AggregateStats; nil makes them fail.
 func New(target string, delegate Delegate, opts ...Option) *Bridge {
-	o := options{applyBase: DefaultApplyTimeout, applyPerOp: DefaultApplyOpTimeout, dialTimeout: DefaultDialTimeout,
-		conn:       connOptions{echoInterval: DefaultEchoInterval, echoTimeout: DefaultEchoTimeout, writeTimeout: DefaultApplyTimeout},
-		minBackoff: 100 * time.Millisecond, maxBackoff: time.Second, maxMessageLen: maxMessageLen}
+	o := options{applyBase: DefaultApplyTimeout, applyPerOp: DefaultApplyOpTimeout, maxMessageLen: maxMessageLen,
+		mon: ofconn.MonitorOptions{DialTimeout: DefaultDialTimeout, MinBackoff: 100 * time.Millisecond, MaxBackoff: time.Second,
+			Conn: ofconn.Options{Version: ofconn.Version15, EchoInterval: DefaultEchoInterval, EchoTimeout: DefaultEchoTimeout,
+				WriteTimeout: DefaultApplyTimeout, HandshakeTimeout: DefaultDialTimeout}}}
 	for _, f := range opts {
 		f(&o)
 	}
-	return &Bridge{target: target, delegate: delegate, opts: o, since: time.Now(), resets: make(chan struct{}, 1)}
+	return &Bridge{target: target, delegate: delegate, opts: o, mon: ofconn.NewMonitor(target, o.mon)}
 }
 
 // Target returns the OpenFlow endpoint.
@@ -128,113 +115,24 @@ func (b *Bridge) Target() string { return b.target }
 
 // Resets receives a value each time a connection is established after an earlier one was
 // lost (never for the first). Sends coalesce; LastReset describes the latest.
-func (b *Bridge) Resets() <-chan struct{} { return b.resets }
+func (b *Bridge) Resets() <-chan struct{} { return b.mon.Resets() }
 
 // LastReset returns the latest reset, if there was one.
-func (b *Bridge) LastReset() (Reset, bool) {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	return b.lastReset, b.hasReset
-}
+func (b *Bridge) LastReset() (Reset, bool) { return b.mon.LastReset() }
 
 // Connected reports whether the connection is up, and since when it has been in that state.
-func (b *Bridge) Connected() (bool, time.Time) {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	b.noticeLossLocked()
-	return b.connected, b.since
-}
-
-// noticeLossLocked records that the current connection ended.
-func (b *Bridge) noticeLossLocked() {
-	if b.c != nil && !b.c.alive() {
-		klog.InfoS("Lost the OpenFlow 1.5 connection to the switch", "target", b.target, "err", b.c.err)
-		b.c = nil
-		b.connected, b.since = false, time.Now()
-	}
-}
+func (b *Bridge) Connected() (bool, time.Time) { return b.mon.Connected() }
 
 // connection returns the live connection, dialling one when there is none.
-func (b *Bridge) connection(ctx context.Context) (*conn, error) {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	b.noticeLossLocked()
-	if b.c != nil {
-		return b.c, nil
-	}
-	dctx, cancel := context.WithTimeout(ctx, b.opts.dialTimeout)
-	defer cancel()
-	c, err := dial(dctx, b.target, b.opts.conn)
-	if err != nil {
-		return nil, err
-	}
-	now := time.Now()
-	prev, wasUp, down := b.dpid, b.everUp && !b.quietLoss, now.Sub(b.since)
-	b.c, b.connected, b.since, b.dpid, b.everUp, b.quietLoss = c, true, now, c.dpid, true, false
-	if !wasUp {
-		klog.InfoS("Connected to the OpenFlow switch (OpenFlow 1.5)", "target", b.target, "datapathID", fmt.Sprintf("%016x", c.dpid))
-		return c, nil
-	}
-	b.lastReset = Reset{At: now, Down: down, DatapathID: c.dpid, PreviousDatapathID: prev, Count: b.lastReset.Count + 1}
-	b.hasReset = true
-	klog.InfoS("Reconnected to the OpenFlow switch: it may have lost its flows", "target", b.target, "down", down,
-		"datapathID", fmt.Sprintf("%016x", c.dpid), "previousDatapathID", fmt.Sprintf("%016x", prev), "resets", b.lastReset.Count)
-	select {
-	case b.resets <- struct{}{}:
-	default:
-	}
-	return c, nil
-}
+func (b *Bridge) connection(ctx context.Context) (*ofconn.Conn, error) { return b.mon.Conn(ctx) }
 
 // Run keeps the connection open until ctx ends, reconnecting with a backoff (100 ms doubling
 // to 1 s) so that a loss is noticed, and reported on Resets, without waiting for an Apply.
 // Then it closes the connection.
-func (b *Bridge) Run(ctx context.Context) {
-	backoff := b.opts.minBackoff
-	for ctx.Err() == nil {
-		c, err := b.connection(ctx)
-		if err != nil {
-			klog.V(2).InfoS("Cannot connect to the OpenFlow switch, retrying", "target", b.target, "retryIn", backoff, "err", err)
-			t := time.NewTimer(backoff)
-			select {
-			case <-t.C:
-			case <-ctx.Done():
-			}
-			t.Stop()
-			backoff = min(2*backoff, b.opts.maxBackoff)
-			continue
-		}
-		backoff = b.opts.minBackoff
-		select {
-		case <-c.done:
-		case <-ctx.Done():
-		}
-	}
-	b.Close()
-}
+func (b *Bridge) Run(ctx context.Context) { b.mon.Run(ctx) }
 
-// Close closes the connection; a later Apply opens a new one.
-func (b *Bridge) Close() {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	if b.c != nil {
-		b.c.close()
-		b.c = nil
-		b.connected, b.since, b.quietLoss = false, time.Now(), true
-	}
-}
-
-// closeQuietly closes c (if it is still the current connection) after its caller gave up:
-// the next connection is no reset.
-func (b *Bridge) closeQuietly(c *conn, err error) {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	c.fail(err)
-	if b.c == c {
-		b.c = nil
-		b.connected, b.since, b.quietLoss = false, time.Now(), true
-	}
-}
+// Close closes the connection; a later Apply opens a new one, which is no reset.
+func (b *Bridge) Close() { b.mon.Close() }
 
 // DumpFlows returns the delegate's dump.
 func (b *Bridge) DumpFlows(ctx context.Context, filter openflow.FlowFilter) ([]openflow.Flow, error) {

@@ -10,10 +10,14 @@
 // group mod and insert-bucket messages of the same bundle. The switch's error about a message
 // maps back to its op: the error is a *RejectedOpError (see openflow.RejectedOpIndex).
 //
-// Dumps, counts and conntrack flushes (multipart requests and replies, which this package does
-// not encode) go to a Delegate, normally the ofctl backend.
+// Meters (meter mods, OFPMP_METER_STATS) and table statistics (OFPMP_TABLE_STATS) go over the
+// same connection. Flow dumps, counts and aggregate statistics (multipart replies this package
+// does not decode) go to a Delegate, normally the ofctl backend.
 //
-// The connection is kept alive with echo requests when idle; Run reconnects after a loss and
-// reports each reconnection on Resets, with the meaning of ofconn.Monitor's resets (the
-// switch may have lost every flow and group).
+// The connection is the project's one OpenFlow connection type, an ofconn.Conn of version 1.5
+// kept by an ofconn.Monitor: this package encodes the messages and matches their replies and
+// errors to ops; the connection does the handshake, the echo keepalive when idle (held while
+// an Apply is in flight), the routing of replies by xid and multipart replies. Run reconnects
+// after a loss and reports each reconnection on Resets (the Monitor's resets: the switch may
+// have lost every flow and group).
 package native

@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 
+	"github.com/antrea-proxy/antrea-proxy/pkg/ovs/ofconn"
 	"github.com/antrea-proxy/antrea-proxy/pkg/ovs/openflow"
 )
 
@@ -64,7 +65,7 @@ func (b *Bridge) SetMeter(ctx context.Context, m openflow.Meter) error {
 		return err
 	}
 	err := b.meterMod(ctx, meterAdd, m)
-	var se *SwitchError
+	var se *ofconn.Error
 	if errors.As(err, &se) && se.Type == errTypeMeterModFailed && se.Code == errCodeMeterExists {
 		err = b.meterMod(ctx, meterModify, m)
 	}
@@ -80,29 +81,29 @@ func (b *Bridge) meterMod(ctx context.Context, command uint16, m openflow.Meter)
 	if err != nil {
 		return err
 	}
-	xid := c.reserveXids(2)
-	modCh, cancelMod := c.expect(xid)
+	xid := c.ReserveXids(2)
+	modCh, cancelMod := c.Expect(xid)
 	defer cancelMod()
-	barrierCh, cancelBarrier := c.expect(xid + 1)
+	barrierCh, cancelBarrier := c.Expect(xid + 1)
 	defer cancelBarrier()
 	msg := encodeMeterMod(xid, command, m)
 	var w buf
 	w.setLen16(w.header(typeBarrierRequest, xid+1), 2)
-	if err := c.write(ctx, append(msg, w.b...)); err != nil {
+	if err := c.Write(ctx, append(msg, w.b...)); err != nil {
 		return err
 	}
-	r, err := c.await(ctx, barrierCh)
+	r, err := c.Await(ctx, barrierCh)
 	if err != nil {
 		return err
 	}
-	if r.err != nil {
-		return r.err
+	if r.Err != nil {
+		return r.Err
 	}
 	// The switch answers in order: an error for the meter mod came before the barrier reply.
 	select {
 	case r := <-modCh:
-		if r.err != nil {
-			return r.err
+		if r.Err != nil {
+			return r.Err
 		}
 	default:
 	}
@@ -160,28 +161,21 @@ func (b *Bridge) MeterStats(ctx context.Context, id uint32) (openflow.MeterStats
 	if err != nil {
 		return openflow.MeterStats{}, fmt.Errorf("openflow meter stats %s: %w", b.target, err)
 	}
-	xid := c.nextXid()
-	ch, cancel := c.expectParts(xid)
-	defer cancel()
-	if err := c.write(ctx, encodeMeterStatsRequest(xid, id)); err != nil {
+	var (
+		stats openflow.MeterStats
+		found bool
+	)
+	xid := c.NextXid()
+	err = c.Multipart(ctx, xid, encodeMeterStatsRequest(xid, id), func(part []byte) (bool, error) {
+		s, ok, _, err := decodeMeterStatsReply(part, id)
+		stats, found = s, ok
+		return ok, err
+	})
+	switch {
+	case err != nil:
 		return openflow.MeterStats{}, fmt.Errorf("openflow meter stats %s: %w", b.target, err)
+	case !found:
+		return openflow.MeterStats{}, fmt.Errorf("openflow meter stats %s: no meter %d", b.target, id)
 	}
-	for {
-		r, err := c.await(ctx, ch)
-		if err != nil {
-			return openflow.MeterStats{}, fmt.Errorf("openflow meter stats %s: %w", b.target, err)
-		}
-		if r.err != nil {
-			return openflow.MeterStats{}, fmt.Errorf("openflow meter stats %s: %w", b.target, r.err)
-		}
-		s, found, more, err := decodeMeterStatsReply(r.msg, id)
-		switch {
-		case err != nil:
-			return openflow.MeterStats{}, fmt.Errorf("openflow meter stats %s: %w", b.target, err)
-		case found:
-			return s, nil
-		case !more:
-			return openflow.MeterStats{}, fmt.Errorf("openflow meter stats %s: no meter %d", b.target, id)
-		}
-	}
+	return stats, nil
 }

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"sort"
 
+	"github.com/antrea-proxy/antrea-proxy/pkg/ovs/ofconn"
 	"github.com/antrea-proxy/antrea-proxy/pkg/ovs/openflow"
 )
 
@@ -13,15 +14,12 @@ import (
 const (
 	multipartTable uint16 = 3 // OFPMP_TABLE_STATS
 	// multipartMore is OFPMPF_REPLY_MORE: more replies with the same xid follow.
-	multipartMore uint16 = 1
+	multipartMore = ofconn.MultipartReplyMore
 	// multipartHeaderLen is the OpenFlow header, type, flags and 4 bytes of padding.
 	multipartHeaderLen = headerLen + 8
 	// tableStatsLen is one ofp_table_stats entry: table_id, 3 pad, active_count (32 bits),
 	// lookup_count and matched_count (64 bits each).
 	tableStatsLen = 24
-	// maxMultipartParts bounds the replies buffered for one multipart request: a table stats
-	// reply (255 tables × 24 bytes) fits in one message.
-	maxMultipartParts = 8
 )
 
 var _ openflow.TableCounter = (*Bridge)(nil)
@@ -71,28 +69,15 @@ func (b *Bridge) TableStats(ctx context.Context) ([]openflow.TableStats, error) 
 	if err != nil {
 		return nil, fmt.Errorf("openflow table stats %s: %w", b.target, err)
 	}
-	xid := c.nextXid()
-	ch, cancel := c.expectParts(xid)
-	defer cancel()
-	if err := c.write(ctx, encodeTableStatsRequest(xid)); err != nil {
-		return nil, fmt.Errorf("openflow table stats %s: %w", b.target, err)
-	}
 	var out []openflow.TableStats
-	for {
-		r, err := c.await(ctx, ch)
-		if err != nil {
-			return nil, fmt.Errorf("openflow table stats %s: %w", b.target, err)
-		}
-		if r.err != nil {
-			return nil, fmt.Errorf("openflow table stats %s: %w", b.target, r.err)
-		}
-		var more bool
-		if out, more, err = decodeTableStatsReply(r.msg, out); err != nil {
-			return nil, fmt.Errorf("openflow table stats %s: %w", b.target, err)
-		}
-		if !more {
-			break
-		}
+	xid := c.NextXid()
+	err = c.Multipart(ctx, xid, encodeTableStatsRequest(xid), func(part []byte) (bool, error) {
+		var err error
+		out, _, err = decodeTableStatsReply(part, out)
+		return false, err
+	})
+	if err != nil {
+		return nil, fmt.Errorf("openflow table stats %s: %w", b.target, err)
 	}
 	sort.Slice(out, func(i, j int) bool { return out[i].Table < out[j].Table })
 	return out, nil

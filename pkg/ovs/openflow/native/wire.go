@@ -1,27 +1,31 @@
 package native
 
-import "encoding/binary"
+import (
+	"encoding/binary"
+
+	"github.com/antrea-proxy/antrea-proxy/pkg/ovs/ofconn"
+)
 
 // ofVersion is the OpenFlow version this package speaks: 1.5 (wire version 0x06).
-const ofVersion uint8 = 0x06
+const ofVersion = ofconn.Version15
 
-// OpenFlow 1.5 message types used here.
+// OpenFlow 1.5 message types used here (the connection's own are ofconn's).
 const (
-	typeHello            uint8 = 0
-	typeError            uint8 = 1
-	typeEchoRequest      uint8 = 2
-	typeEchoReply        uint8 = 3
-	typeFeaturesRequest  uint8 = 5
-	typeFeaturesReply    uint8 = 6
+	typeHello                  = ofconn.TypeHello
+	typeError                  = ofconn.TypeError
+	typeEchoRequest            = ofconn.TypeEchoRequest
+	typeEchoReply              = ofconn.TypeEchoReply
+	typeFeaturesRequest        = ofconn.TypeFeaturesRequest
+	typeFeaturesReply          = ofconn.TypeFeaturesReply
 	typeGetConfigRequest uint8 = 7
 	typeGetConfigReply   uint8 = 8
 	typeFlowMod          uint8 = 14
 	typeGroupMod         uint8 = 15
-	typeMultipartRequest uint8 = 18
-	typeMultipartReply   uint8 = 19
-	typeBarrierRequest   uint8 = 20
-	typeBarrierReply     uint8 = 21
-	typeBundleControl    uint8 = 33
+	typeMultipartRequest       = ofconn.TypeMultipartReq
+	typeMultipartReply         = ofconn.TypeMultipartReply
+	typeBarrierRequest         = ofconn.TypeBarrierRequest
+	typeBarrierReply           = ofconn.TypeBarrierReply
+	typeBundleControl          = ofconn.TypeBundleControl
 	typeBundleAdd        uint8 = 34
 )
 

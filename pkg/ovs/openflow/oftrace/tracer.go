@@ -18,6 +18,10 @@
 // other than reg0-15, xxreg0-3, IPv4/IPv6 addresses, TCP/UDP/SCTP ports, Ethernet addresses,
 // pkt_mark, metadata and (read-only) in_port, eth_type, ip_proto, ct_mark and ct_zone. Those
 // return errors wrapping ErrUnsupported rather than guesses.
+//
+// It is not for tests only: the agent's `antctl trace` (pkg/agent/servicetrace) walks the
+// flows and groups its writers installed with it, and the data-path tests (pkg/pipeline's,
+// test/tracer) trace FakeBridge state with it.
 package oftrace
 
 import (

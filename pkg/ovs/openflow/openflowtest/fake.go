@@ -6,6 +6,9 @@
 // state canonically for golden tests. Faults can be injected with FailNextApply, SetApplyHook
 // and RejectOps, the state losses of OVS reproduced with Wipe (vswitchd restart) and ClearFlows
 // (del-flows), and every Apply call is recorded so tests can count what a sync sent.
+//
+// The package exists for tests only: test files, other packages for tests (servicetracetest)
+// and test/... import it, never production code; test/arch checks that no binary links it.
 package openflowtest
 
 import (

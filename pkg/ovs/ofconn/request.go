@@ -1,0 +1,256 @@
+package ofconn
+
+import (
+	"context"
+	"encoding/binary"
+	"fmt"
+	"sync"
+	"time"
+
+	"k8s.io/klog/v2"
+)
+
+// Reply is what a request waiting for one xid receives: a reply message (whole) or the
+// switch's error about the request.
+type Reply struct {
+	Msg []byte
+	Err *Error
+}
+
+// maxMultipartParts bounds the replies buffered for one multipart request.
+const maxMultipartParts = 8
+
+// Expect registers a waiter for the reply to xid (register before sending the request); call
+// the returned cancel when done.
+func (c *Conn) Expect(xid uint32) (<-chan Reply, func()) { return c.expectN(xid, 1) }
+
+// expectN registers a waiter that buffers up to n replies to xid.
+func (c *Conn) expectN(xid uint32, n int) (<-chan Reply, func()) {
+	ch := make(chan Reply, n)
+	c.pmu.Lock()
+	c.pend[xid] = ch
+	c.pmu.Unlock()
+	return ch, func() {
+		c.pmu.Lock()
+		delete(c.pend, xid)
+		c.pmu.Unlock()
+	}
+}
+
+// Await waits for a reply registered with Expect, until ctx ends or the connection ends (then
+// the error is the connection's: a reset mid-request fails the waiter).
+func (c *Conn) Await(ctx context.Context, ch <-chan Reply) (Reply, error) {
+	select {
+	case r := <-ch:
+		return r, nil
+	case <-ctx.Done():
+		return Reply{}, ctx.Err()
+	case <-c.done:
+		return Reply{}, c.err
+	}
+}
+
+// Request sends msg, whose xid is xid, and waits for its reply (see Await).
+func (c *Conn) Request(ctx context.Context, xid uint32, msg []byte) (Reply, error) {
+	ch, cancel := c.Expect(xid)
+	defer cancel()
+	if err := c.Write(ctx, msg); err != nil {
+		return Reply{}, err
+	}
+	return c.Await(ctx, ch)
+}
+
+// Multipart sends the multipart request req, whose xid is xid, and passes each part of the
+// reply to each, in order, until a part without OFPMPF_REPLY_MORE or until each says stop. The
+// switch's error about the request is returned as an *Error.
+func (c *Conn) Multipart(ctx context.Context, xid uint32, req []byte, each func(part []byte) (stop bool, err error)) error {
+	ch, cancel := c.expectN(xid, maxMultipartParts)
+	defer cancel()
+	if err := c.Write(ctx, req); err != nil {
+		return err
+	}
+	for {
+		r, err := c.Await(ctx, ch)
+		if err != nil {
+			return err
+		}
+		if r.Err != nil {
+			return r.Err
+		}
+		stop, err := each(r.Msg)
+		if err != nil || stop {
+			return err
+		}
+		if len(r.Msg) < headerLen+4 || binary.BigEndian.Uint16(r.Msg[headerLen+2:])&MultipartReplyMore == 0 {
+			return nil
+		}
+	}
+}
+
+// Barrier waits until the switch has processed every message sent before it.
+func (c *Conn) Barrier(ctx context.Context) error {
+	xid := c.NextXid()
+	return replyErr(c.Request(ctx, xid, encodeV(c.opts.Version, TypeBarrierRequest, xid, nil)))
+}
+
+// Echo sends an echo request and waits for its reply.
+func (c *Conn) Echo(ctx context.Context) error {
+	xid := c.NextXid()
+	return replyErr(c.Request(ctx, xid, encodeV(c.opts.Version, TypeEchoRequest, xid, []byte("ka"))))
+}
+
+func replyErr(r Reply, err error) error {
+	if err != nil {
+		return err
+	}
+	if r.Err != nil {
+		return r.Err
+	}
+	return nil
+}
+
+// ErrorRange collects the switch's errors about the requests of xids [First, Last] that no
+// Expect waits for (the messages of a bundle).
+type ErrorRange struct {
+	First, Last uint32
+	mu          sync.Mutex
+	errs        []*Error
+}
+
+// CollectErrors starts collecting the errors about xids [first, last]; stop ends it. One range
+// is collected at a time: a second call replaces the first.
+func (c *Conn) CollectErrors(first, last uint32) (r *ErrorRange, stop func()) {
+	r = &ErrorRange{First: first, Last: last}
+	c.ranges.Store(r)
+	return r, func() { c.ranges.CompareAndSwap(r, nil) }
+}
+
+func (r *ErrorRange) add(e *Error) bool {
+	if e.Xid < r.First || e.Xid > r.Last {
+		return false
+	}
+	r.mu.Lock()
+	r.errs = append(r.errs, e)
+	r.mu.Unlock()
+	return true
+}
+
+// List returns the errors collected so far, in the order received.
+func (r *ErrorRange) List() []*Error {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return append([]*Error(nil), r.errs...)
+}
+
+// Hold keeps the connection up through missed echo replies until release is called: while
+// the switch works through a large request (a bundle) it may answer late, and that request's
+// own deadline covers the time.
+func (c *Conn) Hold() (release func()) {
+	c.holds.Add(1)
+	var once sync.Once
+	return func() { once.Do(func() { c.holds.Add(-1) }) }
+}
+
+// deliver hands r to the waiter of xid, if any.
+func (c *Conn) deliver(xid uint32, r Reply) bool {
+	c.pmu.Lock()
+	ch, ok := c.pend[xid]
+	c.pmu.Unlock()
+	if ok {
+		select {
+		case ch <- r:
+		default: // a duplicate reply, or more parts than buffered
+		}
+	}
+	return ok
+}
+
+func (c *Conn) readLoop() {
+	defer close(c.packetIns)
+	for {
+		msg, err := ReadMessage(c.nc)
+		if err != nil {
+			c.CloseWithError(fmt.Errorf("read: %w", err))
+			return
+		}
+		c.lastRecv.Store(time.Now().UnixNano())
+		c.dispatch(msg)
+	}
+}
+
+func (c *Conn) dispatch(msg []byte) {
+	h, _ := ParseHeader(msg)
+	switch h.Type {
+	case TypeEchoRequest:
+		// Never block the reader on the write lock: a large request may hold it while the
+		// switch waits for its replies to be read.
+		go func() { _ = c.Write(context.Background(), echoReply(msg)) }()
+	case TypeError:
+		c.dispatchError(msg)
+	case TypePacketIn:
+		c.queuePacketIn(msg)
+	case TypeFlowRemoved, TypePortStatus, TypeRoleStatus, TypeTableStatus, TypeRequestForward:
+		// Asynchronous messages reach every connection to the management socket: ignored.
+	default:
+		c.deliver(h.Xid, Reply{Msg: msg})
+	}
+}
+
+func (c *Conn) dispatchError(msg []byte) {
+	e, err := DecodeError(msg)
+	if err != nil {
+		klog.ErrorS(err, "Malformed OpenFlow error message", "peer", c.addr)
+		return
+	}
+	if c.deliver(e.Xid, Reply{Err: e}) {
+		return
+	}
+	if r := c.ranges.Load(); r != nil && r.add(e) {
+		return
+	}
+	klog.ErrorS(e, "OpenFlow switch reported an error", "peer", c.addr, "xid", e.Xid)
+}
+
+func (c *Conn) queuePacketIn(msg []byte) {
+	if c.opts.IgnorePacketIns {
+		return
+	}
+	pi, err := DecodePacketIn(msg)
+	if err != nil {
+		c.stats.malformed.Add(1)
+		klog.V(2).InfoS("Dropping malformed packet-in", "peer", c.addr, "err", err)
+		return
+	}
+	// Count before queueing, so that a reader who took the packet-in sees it counted. The read
+	// loop is the only sender and the queue has room, so the send cannot block.
+	if len(c.packetIns) == cap(c.packetIns) {
+		c.stats.dropped.Add(1)
+		return
+	}
+	c.stats.packetIns.Add(1)
+	c.packetIns <- pi
+}
+
+// keepalive ends the connection when an echo request, sent after the connection has been quiet
+// for EchoInterval, goes unanswered within EchoTimeout while no Hold is in force.
+func (c *Conn) keepalive() {
+	t := time.NewTicker(c.opts.EchoInterval)
+	defer t.Stop()
+	for {
+		select {
+		case <-c.done:
+			return
+		case <-t.C:
+		}
+		if c.holds.Load() > 0 || time.Since(time.Unix(0, c.lastRecv.Load())) < c.opts.EchoInterval {
+			continue
+		}
+		ctx, cancel := context.WithTimeout(context.Background(), c.opts.EchoTimeout)
+		err := c.Echo(ctx)
+		cancel()
+		if err != nil && c.holds.Load() == 0 {
+			c.CloseWithError(fmt.Errorf("no echo reply within %v: %w", c.opts.EchoTimeout, err))
+			return
+		}
+	}
+}

@@ -36,7 +36,7 @@ type Conn struct {
 	xid atomic.Uint32
 
 	pmu    sync.Mutex
-	pend   map[uint32]chan Reply // xid -> waiter of its replies
+	pend   map[uint32]*waiter // xid -> waiter of its replies
 	ranges atomic.Pointer[ErrorRange]
 
 	lastRecv atomic.Int64 // unix nanos of the last message received
@@ -79,7 +79,7 @@ func Handshake(ctx context.Context, nc net.Conn, name string, opts Options) (*Co
 	if err := opts.Validate(); err != nil {
 		return nil, fmt.Errorf("openflow connection options: %w", err)
 	}
-	c := &Conn{nc: nc, addr: name, opts: opts, pend: map[uint32]chan Reply{}, done: make(chan struct{})}
+	c := &Conn{nc: nc, addr: name, opts: opts, pend: map[uint32]*waiter{}, done: make(chan struct{})}
 	if !opts.IgnorePacketIns {
 		c.packetIns = make(chan *PacketIn, opts.PacketInQueue)
 	} else {

@@ -256,3 +256,31 @@ func TestOptionsValidateReportsEveryProblem(t *testing.T) {
 		require.ErrorContains(t, err, want)
 	}
 }
+
+// TestPipeMultipartNeverLosesPartsSilently: a reply with more parts than are buffered while the
+// caller is busy with the first fails the request; it does not return a partial result.
+func TestPipeMultipartNeverLosesPartsSilently(t *testing.T) {
+	c, p, err := pipeConn(t, Options{Version: Version15, IgnorePacketIns: true}, func(p *pipePeer) { p.handshake(1) })
+	require.NoError(t, err)
+	sent := make(chan struct{})
+	go func() {
+		h := p.expect(TypeMultipartReq)
+		for i := 0; i < maxMultipartParts+2; i++ {
+			p.send(TypeMultipartReply, h.Xid, []byte{0, 3, 0, 1, 0, 0, 0, 0, 'a'}) // more
+		}
+		p.send(TypeMultipartReply, h.Xid, []byte{0, 3, 0, 0, 0, 0, 0, 0, 'b'}) // last
+		close(sent)
+	}()
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	xid := c.NextXid()
+	parts := 0
+	err = c.Multipart(ctx, xid, encodeV(Version15, TypeMultipartReq, xid, []byte{0, 3, 0, 0, 0, 0, 0, 0}), func([]byte) (bool, error) {
+		if parts == 0 {
+			<-sent // busy with the first part while the switch sends the rest
+		}
+		parts++
+		return false, nil
+	})
+	require.ErrorContains(t, err, "parts were dropped")
+}

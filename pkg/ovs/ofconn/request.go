@@ -5,6 +5,7 @@ import (
 	"encoding/binary"
 	"fmt"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"k8s.io/klog/v2"
@@ -17,20 +18,32 @@ type Reply struct {
 	Err *Error
 }
 
-// maxMultipartParts bounds the replies buffered for one multipart request.
-const maxMultipartParts = 8
+// maxMultipartParts bounds the replies buffered for one multipart request. The agent's
+// multipart requests (table and meter statistics) are answered in a few parts; a reply with
+// more parts than this fails the request instead of losing parts.
+const maxMultipartParts = 1024
+
+// waiter buffers the replies to one xid. lost is set when a reply found the buffer full: for a
+// single reply a duplicate, for a multipart request a part that would be missing.
+type waiter struct {
+	ch   chan Reply
+	lost atomic.Bool
+}
 
 // Expect registers a waiter for the reply to xid (register before sending the request); call
 // the returned cancel when done.
-func (c *Conn) Expect(xid uint32) (<-chan Reply, func()) { return c.expectN(xid, 1) }
+func (c *Conn) Expect(xid uint32) (<-chan Reply, func()) {
+	w, cancel := c.expectN(xid, 1)
+	return w.ch, cancel
+}
 
 // expectN registers a waiter that buffers up to n replies to xid.
-func (c *Conn) expectN(xid uint32, n int) (<-chan Reply, func()) {
-	ch := make(chan Reply, n)
+func (c *Conn) expectN(xid uint32, n int) (*waiter, func()) {
+	w := &waiter{ch: make(chan Reply, n)}
 	c.pmu.Lock()
-	c.pend[xid] = ch
+	c.pend[xid] = w
 	c.pmu.Unlock()
-	return ch, func() {
+	return w, func() {
 		c.pmu.Lock()
 		delete(c.pend, xid)
 		c.pmu.Unlock()
@@ -64,15 +77,18 @@ func (c *Conn) Request(ctx context.Context, xid uint32, msg []byte) (Reply, erro
 // reply to each, in order, until a part without OFPMPF_REPLY_MORE or until each says stop. The
 // switch's error about the request is returned as an *Error.
 func (c *Conn) Multipart(ctx context.Context, xid uint32, req []byte, each func(part []byte) (stop bool, err error)) error {
-	ch, cancel := c.expectN(xid, maxMultipartParts)
+	w, cancel := c.expectN(xid, maxMultipartParts)
 	defer cancel()
 	if err := c.Write(ctx, req); err != nil {
 		return err
 	}
 	for {
-		r, err := c.Await(ctx, ch)
+		r, err := c.Await(ctx, w.ch)
 		if err != nil {
 			return err
+		}
+		if w.lost.Load() {
+			return fmt.Errorf("multipart reply to xid %d: more than %d parts waiting, parts were dropped", xid, maxMultipartParts)
 		}
 		if r.Err != nil {
 			return r.Err
@@ -154,12 +170,13 @@ func (c *Conn) Hold() (release func()) {
 // deliver hands r to the waiter of xid, if any.
 func (c *Conn) deliver(xid uint32, r Reply) bool {
 	c.pmu.Lock()
-	ch, ok := c.pend[xid]
+	w, ok := c.pend[xid]
 	c.pmu.Unlock()
 	if ok {
 		select {
-		case ch <- r:
+		case w.ch <- r:
 		default: // a duplicate reply, or more parts than buffered
+			w.lost.Store(true)
 		}
 	}
 	return ok

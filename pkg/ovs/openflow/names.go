@@ -133,8 +133,9 @@ func (n *Names) table(t uint8) string {
 	return strconv.Itoa(int(t))
 }
 
-// regMatch renders one register match: the named fields it covers whole, then the bits of no
-// field as "regN=V/M".
+// regMatch renders one register match: the named fields it matches, each as "Name=V" when it
+// matches the whole field and as "Name=V/M" (in the field's bits) when only some of them, then
+// the bits of no field as "regN=V/M".
 func (n *Names) regMatch(r RegMatch) []string {
 	raw := "reg" + strconv.Itoa(int(r.Reg)) + "="
 	if n == nil {
@@ -146,10 +147,14 @@ func (n *Names) regMatch(r RegMatch) []string {
 	}
 	var out []string
 	for _, f := range n.fields {
-		if f.Reg != r.Reg || left&f.mask() != f.mask() {
+		if f.Reg != r.Reg || left&f.mask() == 0 {
 			continue
 		}
-		out = append(out, f.Name+"="+f.formatValue(r.Value))
+		if m := left & f.mask(); m != f.mask() {
+			out = append(out, f.Name+"="+cHex(uint64((r.Value&m)>>f.Start))+"/"+cHex(uint64(m>>f.Start)))
+		} else {
+			out = append(out, f.Name+"="+f.formatValue(r.Value))
+		}
 		left &^= f.mask()
 	}
 	if left != 0 {
@@ -201,6 +206,12 @@ func (f RegField) parseValue(s string) (uint32, error) {
 			return uint32(b[0])<<24 | uint32(b[1])<<16 | uint32(b[2])<<8 | uint32(b[3]), nil
 		}
 	}
+	return f.parseNumber(s)
+}
+
+// parseNumber reads a number of the field's bits (decimal or 0x hex) into its place in the
+// register.
+func (f RegField) parseNumber(s string) (uint32, error) {
 	v, err := strconv.ParseUint(s, 0, 32)
 	if err != nil {
 		return 0, fmt.Errorf("field %s: %q is no value of it", f.Name, s)
@@ -211,18 +222,25 @@ func (f RegField) parseValue(s string) (uint32, error) {
 	return uint32(v) << f.Start, nil
 }
 
-// rawField renders a named field's value back as a register match or set_field operand
-// ("0x1/0xf", "reg0"), or reports that name is no field.
+// rawField renders a named field's value ("V", or "V/M" in the field's bits) back as a
+// register match or set_field operand ("0x1/0xf", "reg0"), or reports that name is no field.
 func (n *Names) rawField(name, value string) (operand, reg string, ok bool, err error) {
 	f, ok := n.byName[name]
 	if !ok {
 		return "", "", false, nil
 	}
+	mask := f.mask()
+	if val, m, masked := strings.Cut(value, "/"); masked {
+		if mask, err = f.parseNumber(m); err != nil {
+			return "", "", true, err
+		}
+		value = val
+	}
 	v, err := f.parseValue(value)
 	if err != nil {
 		return "", "", true, err
 	}
-	return formatMasked32(Masked32{v, f.mask()}), "reg" + strconv.Itoa(int(f.Reg)), true, nil
+	return formatMasked32(Masked32{v & mask, mask}), "reg" + strconv.Itoa(int(f.Reg)), true, nil
 }
 
 // rawTable turns a table name (or number) back into its number.

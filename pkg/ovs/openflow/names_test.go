@@ -18,6 +18,7 @@ func testNames(t *testing.T) *of.Names {
 			{Name: "External", Reg: 0, Start: 5, End: 5},
 			{Name: "EndpointIP", Reg: 3, Start: 0, End: 31, IPv4: true},
 			{Name: "EndpointPort", Reg: 4, Start: 0, End: 15},
+			{Name: "Shard", Reg: 5, Start: 0, End: 31},
 		})
 	if err != nil {
 		t.Fatal(err)
@@ -30,7 +31,7 @@ func testNames(t *testing.T) *of.Names {
 func TestNamedRendering(t *testing.T) {
 	n := testNames(t)
 	f := of.Flow{Table: 14, Priority: 200, Cookie: 0x5,
-		Match: of.Match{EthType: of.EthTypeIP, Regs: []of.RegMatch{{Reg: 0, Value: 0x121, Mask: 0x12f}, {Reg: 3, Value: 0x0a0a0105}}},
+		Match: of.Match{EthType: of.EthTypeIP, Regs: []of.RegMatch{{Reg: 0, Value: 0x123, Mask: 0x12f}, {Reg: 3, Value: 0x0a0a0105}, {Reg: 5, Value: 0x2, Mask: 0x3}}},
 		Actions: []of.Action{
 			of.SetReg{Reg: 0, Value: 0x2, Mask: 0xf},
 			of.SetReg{Reg: 4, Value: 0x1f90, Mask: 0xffff},
@@ -41,7 +42,7 @@ func TestNamedRendering(t *testing.T) {
 			of.Learn{Table: 99, Priority: 200, Specs: []of.LearnSpec{{Kind: of.LearnMatch, Dst: of.Subfield{Field: "NXM_OF_IP_SRC", Whole: true}}}},
 			of.GotoTable{Table: 19},
 		}}
-	want := "cookie=0x5,table=ServiceLB,priority=200,ip,Source=Gateway,External=1,reg0=0x100/0x100,EndpointIP=10.10.1.5 " +
+	want := "cookie=0x5,table=ServiceLB,priority=200,ip,Source=3,External=1,reg0=0x100/0x100,EndpointIP=10.10.1.5,Shard=0x2/0x3 " +
 		"actions=set_field:Pod->Source,set_field:8080->EndpointPort,set_field:0x30/0x30->reg0," +
 		"move:NXM_NX_REG3[]->NXM_NX_REG3[],resubmit(,Learn),ct(commit,table=ServiceSNAT,zone=65520,exec(set_field:1->External))," +
 		"learn(table=99,priority=200,NXM_OF_IP_SRC[]),goto_table:Commit"

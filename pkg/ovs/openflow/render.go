@@ -544,6 +544,11 @@ func FormatBucket(b *Bucket) string {
 	return formatBucket(b, GroupTypeSelect, nil)
 }
 
+// FormatBucketNamed renders one bucket of a select group like FormatBucket, with n's names.
+func FormatBucketNamed(b *Bucket, n *Names) string {
+	return formatBucket(b, GroupTypeSelect, n)
+}
+
 func formatBucket(b *Bucket, typ GroupType, n *Names) string {
 	s := fmt.Sprintf("bucket=bucket_id:%d", b.ID)
 	if b.Weight != defaultBucketWeight(typ) {

@@ -1,7 +1,8 @@
 // Package docs checks that the documentation agrees with the code: docs/design/ovs-pipeline.md
-// (this file; its integration contract in contract_test.go), pkg/proxy/README.md's list of the
-// package's files (proxyreadme_test.go), and the apt-source detection build/images/README.md
-// describes for hack/images.sh (aptsources_test.go).
+// (this file; its integration contract in contract_test.go, its register list in
+// registers_test.go), pkg/proxy/README.md's list of the package's files (proxyreadme_test.go),
+// and the apt-source detection build/images/README.md describes for hack/images.sh
+// (aptsources_test.go).
 //
 // The pipeline doc:
 //

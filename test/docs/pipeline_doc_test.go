@@ -266,23 +266,15 @@ var tableRow = regexp.MustCompile(`^\|\s*(\d+)\s*\|\s*(\w+)\s*\|`)
 func TestTableListMatchesPipeline(t *testing.T) {
 	lines, _ := readDoc(t)
 	got := map[uint8]string{}
-	in := false
-	for i, l := range lines {
-		if strings.HasPrefix(l, "## ") {
-			in = l == "## Tables"
-			continue
-		}
-		m := tableRow.FindStringSubmatch(l)
-		if !in || m == nil {
-			continue
-		}
+	for _, r := range sectionRows(lines, "## Tables", tableRow) {
+		m := r.match
 		num, err := strconv.ParseUint(m[1], 10, 8)
 		if err != nil {
-			t.Errorf("%s:%d: table number %q: %v", docPath, i+1, m[1], err)
+			t.Errorf("%s:%d: table number %q: %v", docPath, r.line, m[1], err)
 			continue
 		}
 		if old, dup := got[uint8(num)]; dup {
-			t.Errorf("%s:%d: table %d listed twice (%s, %s)", docPath, i+1, num, old, m[2])
+			t.Errorf("%s:%d: table %d listed twice (%s, %s)", docPath, r.line, num, old, m[2])
 		}
 		got[uint8(num)] = m[2]
 	}

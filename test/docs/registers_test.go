@@ -18,16 +18,8 @@ func TestRegisterListMatchesPipeline(t *testing.T) {
 	lines, _ := readDoc(t)
 	type place struct{ reg, start, end int }
 	got := map[string]place{}
-	in := false
-	for i, l := range lines {
-		if strings.HasPrefix(l, "## ") {
-			in = l == "## Registers"
-			continue
-		}
-		m := registerRow.FindStringSubmatch(l)
-		if !in || m == nil {
-			continue
-		}
+	for _, r := range sectionRows(lines, "## Registers", registerRow) {
+		m := r.match
 		reg, _ := strconv.Atoi(m[2])
 		start, _ := strconv.Atoi(m[3])
 		end := start
@@ -35,7 +27,7 @@ func TestRegisterListMatchesPipeline(t *testing.T) {
 			end, _ = strconv.Atoi(m[4])
 		}
 		if _, dup := got[m[1]]; dup {
-			t.Errorf("%s:%d: register field %s listed twice", docPath, i+1, m[1])
+			t.Errorf("%s:%d: register field %s listed twice", docPath, r.line, m[1])
 		}
 		got[m[1]] = place{reg, start, end}
 	}
@@ -57,4 +49,26 @@ func TestRegisterListMatchesPipeline(t *testing.T) {
 	for name := range got {
 		t.Errorf("the doc lists register field %s, which pipeline.RegFields does not have", name)
 	}
+}
+
+// sectionRow is a line of a doc section that matched a row pattern.
+type sectionRow struct {
+	line  int // 1-based
+	match []string
+}
+
+// sectionRows returns the lines of the section with heading (a "## " line) that match row.
+func sectionRows(lines []string, heading string, row *regexp.Regexp) []sectionRow {
+	var out []sectionRow
+	in := false
+	for i, l := range lines {
+		if strings.HasPrefix(l, "## ") {
+			in = l == heading
+			continue
+		}
+		if m := row.FindStringSubmatch(l); in && m != nil {
+			out = append(out, sectionRow{line: i + 1, match: m})
+		}
+	}
+	return out
 }

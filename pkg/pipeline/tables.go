@@ -104,7 +104,8 @@ const (
 //	reg7        the group of the Service port being load-balanced (session affinity)
 //	xxreg3      selected endpoint IPv6 address (reg12..reg15; session affinity only)
 //
-// Nothing after the DNAT commit reads reg3, reg4, reg7 or xxreg3.
+// Nothing after the DNAT commit reads reg3, reg4, reg7 or xxreg3. RegFields names these
+// fields for dumps.
 const (
 	RegSource uint8 = 0
 
@@ -130,9 +131,9 @@ const (
 	BitEndpointSet   uint32 = 1 << 16
 )
 
-// Priorities, by table in table-number order, each table's from highest to lowest. The
-// generic levels (PriorityND down to PriorityMiss) are shared by most tables; a table's own
-// constants say where they sit between them. Only PriorityMiss is the miss of every table.
+// Priorities: the generic levels most tables share (PriorityND down to PriorityMiss, every
+// table's miss), then those of one table, by table in table-number order, each table's from
+// highest to lowest; their comments say where they sit between the generic levels.
 const (
 	// PriorityND switches IPv6 neighbour discovery above every classifier flow but a pod's
 	// neighbour spoof guard (the gateway's anti-spoof flows use PriorityHigh).

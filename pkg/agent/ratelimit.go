@@ -28,11 +28,6 @@ type rateLimitBridge interface {
 	openflow.AggregateReader
 }
 
-// flowTableLimiter sets an OpenFlow table's flow limit (the OVSDB client).
-type flowTableLimiter interface {
-	EnsureFlowTableLimit(ctx context.Context, bridge string, table, limit int) error
-}
-
 // rejectLimits is the healer.Owner of the reject meters (pipeline.RejectLimit): the
 // proxier's RejectMeter flows use them, so they are installed before any proxier flow and
 // replayed first after ovs-vswitchd restarts (meters are lost with it, and OVS refuses a flow
@@ -71,8 +66,10 @@ func (r *rejectLimits) Replay(ctx context.Context) error {
 // meters, the per-Service affinity bound (a pipeline option), and the node bound as
 // the SessionAffinity table's flow limit. When the meters cannot be installed (a datapath
 // without meters) rejected packets go to the responder unmetered, and the returned
-// owner is nil; its rate limits in the agent still hold.
-func setupRateLimits(ctx context.Context, cfg *config.AgentConfig, db flowTableLimiter, b rateLimitBridge, opts *proxy.Options) *rejectLimits {
+// owner is nil; its rate limits in the agent still hold. It writes the bridge's Flow_Table
+// rows, so it names the tables first (nameFlowTables).
+func setupRateLimits(ctx context.Context, cfg *config.AgentConfig, db flowTableDB, b rateLimitBridge, opts *proxy.Options) *rejectLimits {
+	nameFlowTables(ctx, db, cfg.OVSBridge)
 	l := cfg.AntreaProxy.RateLimits.WithDefaults()
 	opts.AffinityFlowsPerService = uint32(l.AffinityFlowsPerService)
 	limit := l.AffinityFlowsTotal + affinityTableMargin

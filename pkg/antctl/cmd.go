@@ -138,6 +138,7 @@ func serviceMapCommand(g *globals) *cobra.Command {
 
 func ovsFlowsCommand(g *globals) *cobra.Command {
 	var service, output string
+	var noNames bool
 	c := &cobra.Command{
 		Use:     "ovsflows",
 		Aliases: []string{"of"},
@@ -152,6 +153,9 @@ func ovsFlowsCommand(g *globals) *cobra.Command {
 			if service != "" {
 				q.Set(apiv1.QueryService, service)
 			}
+			if noNames {
+				q.Set(apiv1.QueryNames, "false")
+			}
 			cl, err := g.client()
 			if err != nil {
 				return err
@@ -165,6 +169,7 @@ func ovsFlowsCommand(g *globals) *cobra.Command {
 	}
 	c.Flags().StringVarP(&service, "service", "S", "", "the Service, as namespace/name")
 	c.Flags().StringVarP(&output, "output", "o", "text", "output format: text|json|yaml")
+	c.Flags().BoolVar(&noNames, "no-names", false, "show tables and registers by number (table=14, reg0=0x1/0xf), as ovs-ofctl --no-names")
 	return c
 }
 

@@ -84,6 +84,7 @@ func TestGoldenServiceMap(t *testing.T) {
 		{"servicemap-namespace", []string{"get", "servicemap", "-n", "prod"}},
 		{"servicemap-name", []string{"get", "sm", "web"}},
 		{"ovsflows-web", []string{"get", "ovsflows", "-S", "default/web"}},
+		{"ovsflows-web-no-names", []string{"get", "ovsflows", "-S", "default/web", "--no-names"}},
 	} {
 		t.Run(tc.golden, func(t *testing.T) {
 			out, errOut, code := run(append(tc.args, "--socket", sock)...)

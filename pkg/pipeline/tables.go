@@ -1,6 +1,10 @@
 package pipeline
 
-// Table numbers of the pipeline, in the order a packet walks them. Gaps leave room for features.
+// Table numbers of the pipeline. A packet moves on to higher numbers (goto_table, ct(table=)),
+// except where it resubmits, which visits a table and comes back: NodePortMark resubmits to
+// SessionAffinity before it goes on to ServiceLB, ServiceLB's rejects resubmit to RejectMeter,
+// and a Service with session affinity resubmits from its group bucket or learned flow to
+// SessionAffinityLearn and then back to EndpointDNAT (17 → 15). Gaps leave room for features.
 const (
 	// TableClassifier classifies packets by in_port (gateway, local pod, uplink) into reg0.
 	TableClassifier uint8 = 0
@@ -41,7 +45,7 @@ const (
 	TableL3Forwarding uint8 = 20
 )
 
-// TableNames maps table numbers to names, for dumps and antctl.
+// TableNames maps table numbers to names, for dumps and antctl (see Names).
 var TableNames = map[uint8]string{
 	TableClassifier:           "Classifier",
 	TableSNATConntrackZone:    "SNATConntrackZone",
@@ -100,7 +104,8 @@ const (
 //	reg7        the group of the Service port being load-balanced (session affinity)
 //	xxreg3      selected endpoint IPv6 address (reg12..reg15; session affinity only)
 //
-// Nothing after the DNAT commit reads reg3, reg4, reg7 or xxreg3.
+// Nothing after the DNAT commit reads reg3, reg4, reg7 or xxreg3. RegFields names these
+// fields for dumps.
 const (
 	RegSource uint8 = 0
 
@@ -126,47 +131,64 @@ const (
 	BitEndpointSet   uint32 = 1 << 16
 )
 
-// Priorities.
+// Priorities: the generic levels most tables share (PriorityND down to PriorityMiss, every
+// table's miss), then those of one table, by table in table-number order, each table's from
+// highest to lowest; their comments say where they sit between the generic levels.
 const (
 	// PriorityND switches IPv6 neighbour discovery above every classifier flow but a pod's
 	// neighbour spoof guard (the gateway's anti-spoof flows use PriorityHigh).
-	PriorityND   uint16 = 220
-	PriorityHigh uint16 = 210
-	// PrioritySNATLookup re-applies SNAT to the later packets of committed Service connections
-	// (ConntrackState).
-	PrioritySNATLookup uint16 = 205
-	// PriorityServiceTuple marks packets whose tuple is a Service connection's DNATed tuple
-	// (SNATConntrackZone), below the un-SNAT of replies.
+	PriorityND     uint16 = 220
+	PriorityHigh   uint16 = 210
+	PriorityNormal uint16 = 200
+	PriorityLow    uint16 = 190
+	PriorityMiss   uint16 = 0
+
+	// SNATConntrackZone.
+
+	// PriorityServiceTuple marks packets whose tuple is a Service connection's DNATed tuple,
+	// below the un-SNAT of replies (PriorityHigh).
 	PriorityServiceTuple uint16 = 205
+
+	// ConntrackState.
+
+	// PrioritySNATLookup re-applies SNAT to the later packets of committed Service
+	// connections, below the drop of invalid packets (PriorityHigh).
+	PrioritySNATLookup uint16 = 205
+
+	// ServiceLB.
+
 	// PriorityHostRange decides, for the node's own connections to an LB IP with
-	// loadBalancerSourceRanges, whether the ranges allow them (ServiceLB), above the per-range
-	// entries (PriorityNormal, +1 for externalTrafficPolicy=Local).
+	// loadBalancerSourceRanges, whether the ranges allow them, above the per-range entries
+	// (PriorityNormal, +1 for externalTrafficPolicy=Local).
 	PriorityHostRange uint16 = 202
-	// PriorityHostSNAT SNATs the Service connections of the node itself (ServiceSNAT), above
-	// the SNAT of external connections, which host connections may also be marked for.
-	PriorityHostSNAT uint16 = 201
-	PriorityNormal   uint16 = 200
-	// PriorityPeerLowPorts, PriorityPeerHighPorts and PriorityPeer commit the new TCP
-	// connections from other nodes' addresses (ConntrackCommit): from a port below 1024 plain,
-	// from 32768 up and from the rest with a SNAT that moves the port (peerCommitFlows); below
-	// the zero SNAT of tagged connections (PriorityHigh).
-	PriorityPeerLowPorts  uint16 = 204
-	PriorityPeerHighPorts uint16 = 203
-	PriorityPeer          uint16 = 202
 	// PriorityRangeDrop drops what loadBalancerSourceRanges does not allow.
 	PriorityRangeDrop uint16 = 195
-	PriorityLow       uint16 = 190
-	// PriorityOtherPortICMP lets new ICMP to a ClusterIP continue as before (ServiceLB), above
+	// PriorityOtherPortICMP lets new ICMP to a ClusterIP continue as before, above
 	// PriorityOtherPort: the reject responder answers no ICMP message.
 	PriorityOtherPortICMP uint16 = 101
 	// PriorityOtherPort rejects new connections to a ClusterIP on a port its Service does not
-	// define (ServiceLB), below every flow of a Service port.
+	// define, below every flow of a Service port.
 	PriorityOtherPort uint16 = 100
 	// PriorityServiceCIDRExempt lets new connections to a skipped Service's ClusterIP continue
-	// as to any address (ServiceLB), above PriorityServiceCIDR.
+	// as to any address, above PriorityServiceCIDR.
 	PriorityServiceCIDRExempt uint16 = 95
 	// PriorityServiceCIDR drops new connections to an address inside a ServiceCIDR that no
-	// Service port claimed (ServiceLB), below the ClusterIPs' other-port rejects.
+	// Service port claimed, below the ClusterIPs' other-port rejects.
 	PriorityServiceCIDR uint16 = 90
-	PriorityMiss        uint16 = 0
+
+	// ServiceSNAT.
+
+	// PriorityHostSNAT SNATs the Service connections of the node itself, above the SNAT of
+	// external connections (PriorityNormal), which host connections may also be marked for.
+	PriorityHostSNAT uint16 = 201
+
+	// ConntrackCommit.
+
+	// PriorityPeerLowPorts, PriorityPeerHighPorts and PriorityPeer commit the new TCP
+	// connections from other nodes' addresses: from a port below 1024 plain, from 32768 up and
+	// from the rest with a SNAT that moves the port (peerCommitFlows); below the zero SNAT of
+	// tagged connections (PriorityHigh).
+	PriorityPeerLowPorts  uint16 = 204
+	PriorityPeerHighPorts uint16 = 203
+	PriorityPeer          uint16 = 202
 )

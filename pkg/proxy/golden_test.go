@@ -2,45 +2,25 @@ package proxy
 
 import (
 	"flag"
-	"os"
-	"path/filepath"
 	"testing"
 
 	"net/netip"
 
-	"github.com/google/go-cmp/cmp"
 	v1 "k8s.io/api/core/v1"
 	discovery "k8s.io/api/discovery/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/apimachinery/pkg/util/sets"
 
-	"github.com/antrea-proxy/antrea-proxy/pkg/model"
 	"github.com/antrea-proxy/antrea-proxy/pkg/pipeline"
 )
 
-var update = flag.Bool("update", false, "rewrite the golden files in testdata/")
+var update = flag.Bool("update", false, "rewrite the expected dumps of the golden data files in testdata/golden/")
 
-// checkGolden compares got with testdata/<name>.golden (rewritten with -update).
-func checkGolden(t *testing.T, name, got string) {
-	t.Helper()
-	path := filepath.Join("testdata", name+".golden")
-	if *update {
-		if err := os.MkdirAll("testdata", 0o755); err != nil {
-			t.Fatal(err)
-		}
-		if err := os.WriteFile(path, []byte(got), 0o644); err != nil {
-			t.Fatal(err)
-		}
-		return
-	}
-	want, err := os.ReadFile(path)
-	if err != nil {
-		t.Fatalf("reading golden file (run go test -update to create it): %v", err)
-	}
-	if diff := cmp.Diff(string(want), got); diff != "" {
-		t.Errorf("%s: canonical dump differs from %s (-want +got):\n%s", name, path, diff)
-	}
-}
+// goldenDir holds one golden data file per Service shape (see golden_data_test.go);
+// goldenRateLimitsDir those that turn the rate limits on, which need meters in a real OVS.
+const (
+	goldenDir           = "testdata/golden"
+	goldenRateLimitsDir = "testdata/golden/ratelimits"
+)
 
 func twoEndpoints() []ep {
 	return []ep{{ip: "10.10.1.5", node: testNode, ready: true}, {ip: "10.10.2.6", node: "node-b", ready: true}}
@@ -64,13 +44,6 @@ func withSourceRanges(r ...string) svcOpt {
 	return func(s *v1.Service) { s.Spec.LoadBalancerSourceRanges = r }
 }
 
-func withIPv6(clusterIP string) svcOpt {
-	return func(s *v1.Service) {
-		s.Spec.ClusterIP, s.Spec.ClusterIPs = clusterIP, []string{clusterIP}
-		s.Spec.IPFamilies = []v1.IPFamily{v1.IPv6Protocol}
-	}
-}
-
 // goldenCase is one Service shape with its endpoints.
 type goldenCase struct {
 	name   string
@@ -79,6 +52,8 @@ type goldenCase struct {
 	opts   func(*Options)
 	// cidrs are the ServiceCIDRs set (SetServiceCIDRs) before the sync.
 	cidrs []netip.Prefix
+	// node is this node; nil is goldenNode.
+	node *v1.Node
 }
 
 // twoEndpointSlices gives every port one endpoint on this node and one on another.
@@ -90,69 +65,41 @@ func twoEndpointSlices(svc *v1.Service) []*discovery.EndpointSlice {
 	return out
 }
 
+// goldenCases are the cases of the golden data files of goldenDir. A file that does not decode
+// is a broken checkout: it panics (TestGoldenDumps reports it as a failure first).
 func goldenCases() []goldenCase {
-	tcp, udp, sctp := v1.ProtocolTCP, v1.ProtocolUDP, v1.ProtocolSCTP
-	return []goldenCase{
-		{name: "clusterip", svc: makeService("ns1", "web", "10.96.0.10")},
-		{name: "nodeport", svc: makeService("ns1", "web", "10.96.0.10", withNodePort(30080))},
-		{name: "lb-vip", svc: makeService("ns1", "web", "10.96.0.10", withLB(30080, vip("172.18.0.100")))},
-		{name: "lb-proxy", svc: makeService("ns1", "web", "10.96.0.10", withLB(30080, proxyMode("172.18.0.101")))},
-		{name: "externalip", svc: makeService("ns1", "web", "10.96.0.10", withExternalIPs("203.0.113.7"))},
-		{name: "multiport", svc: makeService("ns1", "web", "10.96.0.10", withPorts(
-			v1.ServicePort{Name: "http", Port: 80, Protocol: tcp},
-			v1.ServicePort{Name: "dns", Port: 53, Protocol: udp}))},
-		{name: "udp", svc: makeService("ns1", "dns", "10.96.0.53", withPorts(v1.ServicePort{Name: "dns", Port: 53, Protocol: udp}))},
-		{name: "sctp", svc: makeService("ns1", "sig", "10.96.0.36", withPorts(v1.ServicePort{Name: "sig", Port: 3868, Protocol: sctp}))},
-		{name: "no-endpoints", svc: makeService("ns1", "empty", "10.96.0.99"),
-			slices: func(*v1.Service) []*discovery.EndpointSlice { return nil }},
-		{name: "etp-local", svc: makeService("ns1", "web", "10.96.0.10", withLB(30080, vip("172.18.0.100")), withETPLocal)},
-		{name: "itp-local", svc: makeService("ns1", "web", "10.96.0.10", withITPLocal)},
-		{name: "affinity", svc: makeService("ns1", "web", "10.96.0.10", withNodePort(30080), withAffinity(600))},
-		{name: "affinity-long-timeout", svc: makeService("ns1", "web", "10.96.0.10", withAffinity(86400))},
-		{name: "source-ranges", svc: makeService("ns1", "web", "10.96.0.10",
-			withLB(30080, vip("172.18.0.100")), withSourceRanges("192.0.2.0/24", "198.51.100.7/32"))},
-		{name: "terminating-fallback", svc: makeService("ns1", "web", "10.96.0.10"),
-			slices: func(svc *v1.Service) []*discovery.EndpointSlice {
-				s := makeSlice("ns1", "web", "web-1", 8080, tcp, "http", ep{ip: "10.10.1.5", node: testNode}, ep{ip: "10.10.2.6", node: "node-b"})
-				serving := true
-				s.Endpoints[1].Conditions.Serving = &serving // serving and terminating
-				return []*discovery.EndpointSlice{s}
-			}},
-		{name: "ipv6", svc: makeService("ns1", "web6", "fd00:96::10", withIPv6("fd00:96::10"), withNodePort(30080)),
-			slices: func(svc *v1.Service) []*discovery.EndpointSlice {
-				s := makeSlice("ns1", "web6", "web6-1", 8080, tcp, "http", ep{ip: "fd00:10:1::5", node: testNode, ready: true})
-				s.AddressType = discovery.AddressTypeIPv6
-				return []*discovery.EndpointSlice{s}
-			},
-			opts: func(o *Options) { o.Families.IPv6 = true; o.GatewayIPv6 = netip.MustParseAddr("fd00:10::1") }},
-		{name: "service-cidrs", svc: makeService("ns1", "web", "10.96.0.10"),
-			cidrs: []netip.Prefix{netip.MustParsePrefix("10.96.0.0/16"), netip.MustParsePrefix("fd00:96::/112")},
-			opts: func(o *Options) {
-				o.Families.IPv6, o.GatewayIPv6 = true, netip.MustParseAddr("fd00:10::1")
-				o.Skip = model.SkipSet{IPs: sets.New(netip.MustParseAddr("10.96.0.11"))}
-			}},
-		{name: "topology-zone-hints", svc: makeService("ns1", "web", "10.96.0.10"),
-			slices: func(svc *v1.Service) []*discovery.EndpointSlice {
-				s := makeSlice("ns1", "web", "web-1", 8080, tcp, "http", twoEndpoints()...)
-				s.Endpoints[0].Hints = &discovery.EndpointHints{ForZones: []discovery.ForZone{{Name: "zone-a"}}}
-				s.Endpoints[1].Hints = &discovery.EndpointHints{ForZones: []discovery.ForZone{{Name: "zone-b"}}}
-				return []*discovery.EndpointSlice{s}
-			}},
-		// One endpoint more than a group holds: two second-level groups under group 1.
-		{name: "split-groups", svc: makeService("ns1", "web", "10.96.0.10"),
-			slices: func(*v1.Service) []*discovery.EndpointSlice {
-				return largeEndpointSlices("ns1", "web", pipeline.MaxGroupBuckets+1)
-			}},
+	files, err := readGoldenFiles(goldenDir)
+	if err != nil {
+		panic(err)
 	}
+	cases := make([]goldenCase, 0, len(files))
+	for i := range files {
+		cases = append(cases, files[i].goldenCase())
+	}
+	return cases
 }
 
-// TestGoldenDumps installs one Service of each shape and compares the whole bridge (groups and
-// flows, canonical text) with a golden file.
+// TestGoldenDumps installs the case of each golden data file and compares the whole bridge
+// (groups and flows, canonical text with table and register names) with its expected dump.
 func TestGoldenDumps(t *testing.T) {
-	for _, tc := range goldenCases() {
+	checkGoldenDir(t, goldenDir)
+}
+
+// TestGoldenRateLimits: with the rate limits on, a Service without endpoints rejects through
+// RejectMeter (the client address's shard into RejectShard, one metered flow per shard), and a
+// Service with session affinity learns at most AffinityFlowsPerService flows, writing the
+// learn's result for the counting pass. (The agent installs the meters before the first sync.)
+func TestGoldenRateLimits(t *testing.T) {
+	checkGoldenDir(t, goldenRateLimitsDir)
+}
+
+func checkGoldenDir(t *testing.T, dir string) {
+	for _, gf := range loadGoldenFiles(t, dir) {
+		tc := gf.goldenCase()
 		t.Run(tc.name, func(t *testing.T) {
 			h := installGoldenCase(t, tc)
-			checkGolden(t, tc.name, h.bridge.Dump())
+			gf.check(t, h.bridge.DumpNamed(pipeline.Names()))
+			checkNumericCopy(t, tc.name, h.bridge.Dump())
 		})
 	}
 }
@@ -169,12 +116,11 @@ func installGoldenCase(t *testing.T, tc goldenCase) *harness {
 // installGoldenCaseOn feeds the case to h's proxier and syncs it.
 func installGoldenCaseOn(t *testing.T, tc goldenCase, h *harness) *harness {
 	t.Helper()
-	h.p.OnNodeUpdate(&v1.Node{
-		ObjectMeta: metav1.ObjectMeta{Name: testNode, Labels: map[string]string{v1.LabelTopologyZone: "zone-a"}},
-		Status: v1.NodeStatus{Addresses: []v1.NodeAddress{
-			{Type: v1.NodeInternalIP, Address: "192.168.77.10"}, {Type: v1.NodeInternalIP, Address: "fd00:77::10"},
-		}},
-	})
+	node := tc.node
+	if node == nil {
+		node = goldenNode()
+	}
+	h.p.OnNodeUpdate(node)
 	if tc.cidrs != nil {
 		h.p.SetServiceCIDRs(tc.cidrs)
 	}
@@ -188,4 +134,15 @@ func installGoldenCaseOn(t *testing.T, tc goldenCase, h *harness) *harness {
 	}
 	h.sync()
 	return h
+}
+
+// goldenNode is this node of the cases that do not give one: in zone-a, with an IPv4 and an
+// IPv6 address.
+func goldenNode() *v1.Node {
+	return &v1.Node{
+		ObjectMeta: metav1.ObjectMeta{Name: testNode, Labels: map[string]string{v1.LabelTopologyZone: "zone-a"}},
+		Status: v1.NodeStatus{Addresses: []v1.NodeAddress{
+			{Type: v1.NodeInternalIP, Address: "192.168.77.10"}, {Type: v1.NodeInternalIP, Address: "fd00:77::10"},
+		}},
+	}
 }

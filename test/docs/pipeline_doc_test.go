@@ -1,17 +1,19 @@
 // Package docs checks that the documentation agrees with the code: docs/design/ovs-pipeline.md
-// (this file; its integration contract in contract_test.go), pkg/proxy/README.md's list of the
-// package's files (proxyreadme_test.go), and the apt-source detection build/images/README.md
-// describes for hack/images.sh (aptsources_test.go).
+// (this file; its integration contract in contract_test.go, its register list in
+// registers_test.go), pkg/proxy/README.md's list of the package's files (proxyreadme_test.go),
+// and the apt-source detection build/images/README.md describes for hack/images.sh
+// (aptsources_test.go).
 //
 // The pipeline doc:
 //
 // Every line of a fenced code block whose info string is "flows" is an example: a flow, a
-// group, or one bucket of a group. Each must be written exactly as the canonical dumps print it
-// and must appear in one of them, so that an example cannot drift from the pipeline:
+// group, or one bucket of a group. Each must be written exactly as the canonical dumps print it,
+// with the table and register names of pipeline.Names, and must appear in one of them, so that
+// an example cannot drift from the pipeline:
 //
-//   - flows and groups: a line of pkg/proxy/testdata/*.golden (the proxier's whole-bridge
-//     dumps) or of the gateway and pod flows of the example node built below from
-//     pipeline.GatewayFlows and pipeline.PodFlows;
+//   - flows and groups: a line of the expected dump of a golden data file of pkg/proxy
+//     (testdata/golden/**.yaml, the proxier's whole-bridge dumps) or of the gateway and pod
+//     flows of the example node built below from pipeline.GatewayFlows and pipeline.PodFlows;
 //   - a line starting with "bucket=": one bucket of a group in those dumps.
 //
 // There are no placeholders. A line that looks like a flow, group or bucket outside a "flows"
@@ -36,10 +38,11 @@ import (
 	"github.com/antrea-proxy/antrea-proxy/pkg/pipeline"
 )
 
-const (
-	docPath    = "../../docs/design/ovs-pipeline.md"
-	goldenGlob = "../../pkg/proxy/testdata/*.golden"
-)
+const docPath = "../../docs/design/ovs-pipeline.md"
+
+// goldenGlobs are pkg/proxy's golden data files; their last document is "expected: |" and the
+// dump, indented by two spaces.
+var goldenGlobs = []string{"../../pkg/proxy/testdata/golden/*.yaml", "../../pkg/proxy/testdata/golden/ratelimits/*.yaml"}
 
 // exampleNode is the node of the doc's gateway and pod examples: the goldens' round (1) and
 // gateway port (2), the default NodePort virtual IP, podCIDR 10.10.1.0/24 (the goldens'
@@ -113,16 +116,16 @@ type reference struct {
 }
 
 func canonicalFlow(s string) (string, error) {
-	f, err := of.ParseFlow(s)
+	f, err := of.ParseFlowNamed(s, pipeline.Names())
 	if err != nil {
 		return "", err
 	}
 	f = of.CanonicalFlow(f)
-	return of.FormatFlow(&f), nil
+	return of.FormatFlowNamed(&f, pipeline.Names()), nil
 }
 
 func parseGroup(s string) (of.Group, error) {
-	g, err := of.ParseGroup(s)
+	g, err := of.ParseGroupNamed(s, pipeline.Names())
 	if err != nil {
 		return of.Group{}, err
 	}
@@ -138,26 +141,15 @@ func canonicalBucket(s string) (string, error) {
 	if len(g.Buckets) != 1 {
 		return "", fmt.Errorf("%d buckets, want 1", len(g.Buckets))
 	}
-	return of.FormatBucket(&g.Buckets[0]), nil
+	return of.FormatBucketNamed(&g.Buckets[0], pipeline.Names()), nil
 }
 
 func loadReference(t *testing.T) reference {
 	t.Helper()
 	ref := reference{lines: map[string]bool{}, buckets: map[string]bool{}}
-	paths, err := filepath.Glob(goldenGlob)
-	if err != nil || len(paths) == 0 {
-		t.Fatalf("no golden files at %s (%v)", goldenGlob, err)
-	}
-	var text []string
-	for _, p := range paths {
-		b, err := os.ReadFile(p)
-		if err != nil {
-			t.Fatal(err)
-		}
-		text = append(text, strings.Split(strings.TrimSpace(string(b)), "\n")...)
-	}
+	text := goldenLines(t)
 	for _, f := range exampleNode(t) {
-		text = append(text, of.FormatFlow(&f))
+		text = append(text, of.FormatFlowNamed(&f, pipeline.Names()))
 	}
 	for _, l := range text {
 		if strings.HasPrefix(l, "group_id=") {
@@ -165,9 +157,9 @@ func loadReference(t *testing.T) reference {
 			if err != nil {
 				t.Fatalf("golden group %q: %v", l, err)
 			}
-			ref.lines[of.FormatGroup(&g)] = true
+			ref.lines[of.FormatGroupNamed(&g, pipeline.Names())] = true
 			for i := range g.Buckets {
-				ref.buckets[of.FormatBucket(&g.Buckets[i])] = true
+				ref.buckets[of.FormatBucketNamed(&g.Buckets[i], pipeline.Names())] = true
 			}
 			continue
 		}
@@ -180,8 +172,34 @@ func loadReference(t *testing.T) reference {
 	return ref
 }
 
+// goldenLines are the lines of the expected dumps of pkg/proxy's golden data files.
+func goldenLines(t *testing.T) []string {
+	t.Helper()
+	var text []string
+	for _, glob := range goldenGlobs {
+		paths, err := filepath.Glob(glob)
+		if err != nil || len(paths) == 0 {
+			t.Fatalf("no golden data files at %s (%v)", glob, err)
+		}
+		for _, p := range paths {
+			b, err := os.ReadFile(p)
+			if err != nil {
+				t.Fatal(err)
+			}
+			_, dump, ok := strings.Cut(string(b), "\n---\nexpected: |\n")
+			if !ok {
+				t.Fatalf("%s has no expected document", p)
+			}
+			for _, l := range strings.Split(strings.TrimRight(dump, "\n"), "\n") {
+				text = append(text, strings.TrimPrefix(l, "  "))
+			}
+		}
+	}
+	return text
+}
+
 // looksLikeFlow says whether a line of a code block is a flow, group or bucket.
-var looksLikeFlow = regexp.MustCompile(`^\s*(cookie=0x|table=\d|group_id=\d|bucket=bucket_id)`)
+var looksLikeFlow = regexp.MustCompile(`^\s*(cookie=0x|table=[0-9A-Z]|group_id=\d|bucket=bucket_id)`)
 
 // checkExample returns what is wrong with one example line, or "".
 func checkExample(ref reference, text string) string {
@@ -194,7 +212,7 @@ func checkExample(ref reference, text string) string {
 	} else if strings.HasPrefix(text, "group_id=") {
 		var g of.Group
 		if g, err = parseGroup(text); err == nil {
-			canon = of.FormatGroup(&g)
+			canon = of.FormatGroupNamed(&g, pipeline.Names())
 		}
 	} else {
 		canon, err = canonicalFlow(text)
@@ -203,7 +221,7 @@ func checkExample(ref reference, text string) string {
 	case err != nil:
 		return fmt.Sprintf("does not parse: %v", err)
 	case !known[canon]:
-		return "is in no golden (pkg/proxy/testdata/*.golden) nor in the example node's gateway and pod flows: " +
+		return "is in no golden (pkg/proxy/testdata/golden) nor in the example node's gateway and pod flows: " +
 			"copy the line the pipeline produces now"
 	case canon != text:
 		return fmt.Sprintf("is not written in canonical form; write it as\n\t%s", canon)
@@ -248,23 +266,15 @@ var tableRow = regexp.MustCompile(`^\|\s*(\d+)\s*\|\s*(\w+)\s*\|`)
 func TestTableListMatchesPipeline(t *testing.T) {
 	lines, _ := readDoc(t)
 	got := map[uint8]string{}
-	in := false
-	for i, l := range lines {
-		if strings.HasPrefix(l, "## ") {
-			in = l == "## Tables"
-			continue
-		}
-		m := tableRow.FindStringSubmatch(l)
-		if !in || m == nil {
-			continue
-		}
+	for _, r := range sectionRows(lines, "## Tables", tableRow) {
+		m := r.match
 		num, err := strconv.ParseUint(m[1], 10, 8)
 		if err != nil {
-			t.Errorf("%s:%d: table number %q: %v", docPath, i+1, m[1], err)
+			t.Errorf("%s:%d: table number %q: %v", docPath, r.line, m[1], err)
 			continue
 		}
 		if old, dup := got[uint8(num)]; dup {
-			t.Errorf("%s:%d: table %d listed twice (%s, %s)", docPath, i+1, num, old, m[2])
+			t.Errorf("%s:%d: table %d listed twice (%s, %s)", docPath, r.line, num, old, m[2])
 		}
 		got[uint8(num)] = m[2]
 	}

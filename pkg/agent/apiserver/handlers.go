@@ -15,6 +15,8 @@ import (
 
 	"github.com/antrea-proxy/antrea-proxy/pkg/agent/apiserver/apiv1"
 	"github.com/antrea-proxy/antrea-proxy/pkg/config"
+	of "github.com/antrea-proxy/antrea-proxy/pkg/ovs/openflow"
+	"github.com/antrea-proxy/antrea-proxy/pkg/pipeline"
 	"github.com/antrea-proxy/antrea-proxy/pkg/version"
 )
 
@@ -179,9 +181,17 @@ func (h *handlers) ovsFlows(r *http.Request) (any, *apiError) {
 	if err != nil {
 		return nil, err
 	}
+	var names *of.Names
+	switch v := r.URL.Query().Get(apiv1.QueryNames); v {
+	case "", "true":
+		names = pipeline.Names()
+	case "false":
+	default:
+		return nil, errorf(http.StatusBadRequest, "query parameter %s=%q must be true or false", apiv1.QueryNames, v)
+	}
 	s := r.URL.Query().Get(apiv1.QueryService)
 	if s == "" {
-		return BuildOVSFlows(src, nil), nil
+		return BuildOVSFlows(src, nil, names), nil
 	}
 	ns, name, ok := strings.Cut(s, "/")
 	if !ok || ns == "" || name == "" || strings.Contains(name, "/") {
@@ -198,7 +208,7 @@ func (h *handlers) ovsFlows(r *http.Request) (any, *apiError) {
 	if !found {
 		return nil, errorf(http.StatusNotFound, "Service %s is not programmed by this agent", nn)
 	}
-	return BuildOVSFlows(src, &nn), nil
+	return BuildOVSFlows(src, &nn, names), nil
 }
 
 func (h *handlers) agentInfo(r *http.Request) (any, *apiError) {

@@ -147,6 +147,7 @@ func TestErrorsAreJSON(t *testing.T) {
 		{"/v1/servicemap?namespace=Bad_NS", http.StatusBadRequest, `namespace "Bad_NS" is invalid`},
 		{"/v1/servicemap?namespace=default&name=nope", http.StatusNotFound, "Service default/nope is not programmed"},
 		{"/v1/ovsflows?service=web", http.StatusBadRequest, `must be "namespace/name"`},
+		{"/v1/ovsflows?names=no", http.StatusBadRequest, `query parameter names="no" must be true or false`},
 		{"/v1/ovsflows?service=default/nope", http.StatusNotFound, "Service default/nope is not programmed"},
 	} {
 		code, body, ctype := get(t, c, "http://agent"+tc.path)

@@ -186,8 +186,9 @@ func policy(local bool) string {
 }
 
 // BuildOVSFlows renders the flows and groups of the selected Services (all when nn is nil),
-// sorted by Service, then flows by table, descending priority and text, groups by ID.
-func BuildOVSFlows(src ServiceSource, nn *types.NamespacedName) apiv1.OVSFlows {
+// sorted by Service, then flows by table, descending priority and text, groups by ID; with
+// display's table and register names (numbers when display is nil).
+func BuildOVSFlows(src ServiceSource, nn *types.NamespacedName, display *of.Names) apiv1.OVSFlows {
 	var names []types.NamespacedName
 	if nn != nil {
 		names = []types.NamespacedName{*nn}
@@ -213,10 +214,10 @@ func BuildOVSFlows(src ServiceSource, nn *types.NamespacedName) apiv1.OVSFlows {
 		sort.Slice(groups, func(i, j int) bool { return groups[i].ID < groups[j].ID })
 		item := apiv1.ServiceFlows{Namespace: n.Namespace, Name: n.Name, Flows: []string{}, Groups: []string{}}
 		for i := range flows {
-			item.Flows = append(item.Flows, of.FormatFlow(&flows[i]))
+			item.Flows = append(item.Flows, of.FormatFlowNamed(&flows[i], display))
 		}
 		for i := range groups {
-			item.Groups = append(item.Groups, of.FormatGroup(&groups[i]))
+			item.Groups = append(item.Groups, of.FormatGroupNamed(&groups[i], display))
 		}
 		out.Items = append(out.Items, item)
 	}

@@ -12,7 +12,14 @@ import (
 
 // FormatFlow renders a flow as ovs-ofctl's add-flow syntax, in the order dump-flows prints it:
 // "cookie=0xC,table=T,priority=P[,idle_timeout=I][,hard_timeout=H],<match> actions=<actions>".
-func FormatFlow(f *Flow) string {
+func FormatFlow(f *Flow) string { return formatFlow(f, nil) }
+
+// FormatFlowNamed renders a flow like FormatFlow, with n's names for tables and register fields
+// (see Names); ParseFlowNamed reads it back. It is for display: keys and installed text stay
+// numeric.
+func FormatFlowNamed(f *Flow, n *Names) string { return formatFlow(f, n) }
+
+func formatFlow(f *Flow, n *Names) string {
 	var b strings.Builder
 	b.Grow(160)
 	if f.Cookie != 0 {
@@ -21,7 +28,7 @@ func FormatFlow(f *Flow) string {
 		b.WriteByte(',')
 	}
 	b.WriteString("table=")
-	b.WriteString(strconv.Itoa(int(f.Table)))
+	b.WriteString(n.table(f.Table))
 	b.WriteString(",priority=")
 	b.WriteString(strconv.Itoa(int(f.Priority)))
 	if f.IdleTimeout != 0 {
@@ -32,12 +39,12 @@ func FormatFlow(f *Flow) string {
 		b.WriteString(",hard_timeout=")
 		b.WriteString(strconv.Itoa(int(f.HardTimeout)))
 	}
-	if m := FormatMatch(&f.Match); m != "" {
+	if m := formatMatch(&f.Match, n); m != "" {
 		b.WriteString(",")
 		b.WriteString(m)
 	}
 	b.WriteString(" actions=")
-	b.WriteString(FormatActions(f.Actions))
+	b.WriteString(formatActions(f.Actions, n))
 	return b.String()
 }
 
@@ -61,7 +68,9 @@ func FormatCookieFilter(cookie, mask uint64) string {
 }
 
 // FormatMatch renders a match in OVS's dump order.
-func FormatMatch(m *Match) string {
+func FormatMatch(m *Match) string { return formatMatch(m, nil) }
+
+func formatMatch(m *Match, n *Names) string {
 	var p joiner
 	if m.PktMark != nil {
 		p.add("pkt_mark=" + formatMasked32(*m.PktMark))
@@ -88,7 +97,9 @@ func FormatMatch(m *Match) string {
 		rawProto = m.IPProto != ProtoAny
 	}
 	for _, r := range m.Regs {
-		p.add("reg" + strconv.Itoa(int(r.Reg)) + "=" + formatMasked32(Masked32{r.Value, r.Mask}))
+		for _, tok := range n.regMatch(r) {
+			p.add(tok)
+		}
 	}
 	for _, r := range m.XXRegs {
 		p.add("xxreg" + strconv.Itoa(int(r.XXReg)) + "=" + formatMasked128(r.Value, r.Mask))
@@ -322,30 +333,34 @@ func FormatCtState(s CtState) string {
 }
 
 // FormatActions renders an action list; an empty list renders as "drop".
-func FormatActions(actions []Action) string {
+func FormatActions(actions []Action) string { return formatActions(actions, nil) }
+
+func formatActions(actions []Action, n *Names) string {
 	if len(actions) == 0 {
 		return "drop"
 	}
 	var p joiner
 	for _, a := range actions {
-		p.add(FormatAction(a))
+		p.add(formatAction(a, n))
 	}
 	return p.String()
 }
 
 // FormatAction renders one action.
-func FormatAction(a Action) string {
+func FormatAction(a Action) string { return formatAction(a, nil) }
+
+func formatAction(a Action, n *Names) string {
 	switch a := a.(type) {
 	case CT:
-		return formatCT(a)
+		return formatCT(a, n)
 	case GroupAction:
 		return "group:" + strconv.FormatUint(uint64(a.ID), 10)
 	case GotoTable:
-		return "goto_table:" + strconv.Itoa(int(a.Table))
+		return "goto_table:" + n.table(a.Table)
 	case Resubmit:
-		return "resubmit(," + strconv.Itoa(int(a.Table)) + ")"
+		return "resubmit(," + n.table(a.Table) + ")"
 	case SetReg:
-		return "set_field:" + formatMasked32(Masked32{a.Value, a.Mask}) + "->reg" + strconv.Itoa(int(a.Reg))
+		return n.setReg(a)
 	case SetCtMark:
 		return fmt.Sprintf("set_field:%s->ct_mark", formatMasked32(Masked32(a)))
 	case SetEthDst:
@@ -355,7 +370,7 @@ func FormatAction(a Action) string {
 	case Move:
 		return "move:" + FormatSubfield(a.Src) + "->" + FormatSubfield(a.Dst)
 	case Learn:
-		return formatLearn(a)
+		return formatLearn(a, n)
 	case Output:
 		if a.Port == PortLocal {
 			return "LOCAL"
@@ -375,13 +390,13 @@ func FormatAction(a Action) string {
 	panic(fmt.Sprintf("openflow: unknown action type %T", a))
 }
 
-func formatCT(a CT) string {
+func formatCT(a CT, n *Names) string {
 	var p []string
 	if a.Commit {
 		p = append(p, "commit")
 	}
 	if a.HasTable {
-		p = append(p, fmt.Sprintf("table=%d", a.Table))
+		p = append(p, "table="+n.table(a.Table))
 	}
 	if a.Zone != 0 {
 		p = append(p, fmt.Sprintf("zone=%d", a.Zone))
@@ -392,7 +407,7 @@ func formatCT(a CT) string {
 	if len(a.Exec) > 0 {
 		ex := make([]string, 0, len(a.Exec))
 		for _, e := range a.Exec {
-			ex = append(ex, FormatAction(e))
+			ex = append(ex, formatAction(e, n))
 		}
 		p = append(p, "exec("+strings.Join(ex, ",")+")")
 	}
@@ -436,8 +451,8 @@ func FormatSubfield(s Subfield) string {
 	}
 }
 
-func formatLearn(l Learn) string {
-	p := []string{fmt.Sprintf("table=%d", l.Table)}
+func formatLearn(l Learn, n *Names) string {
+	p := []string{"table=" + n.table(l.Table)}
 	if l.IdleTimeout != 0 {
 		p = append(p, fmt.Sprintf("idle_timeout=%d", l.IdleTimeout))
 	}
@@ -526,15 +541,20 @@ func formatController(c Controller) string {
 // FormatBucket renders one bucket of a select group: "bucket=bucket_id:N,weight:W,actions=...".
 // Like OVS, it leaves out the default select-group weight of 1.
 func FormatBucket(b *Bucket) string {
-	return formatBucket(b, GroupTypeSelect)
+	return formatBucket(b, GroupTypeSelect, nil)
 }
 
-func formatBucket(b *Bucket, typ GroupType) string {
+// FormatBucketNamed renders one bucket of a select group like FormatBucket, with n's names.
+func FormatBucketNamed(b *Bucket, n *Names) string {
+	return formatBucket(b, GroupTypeSelect, n)
+}
+
+func formatBucket(b *Bucket, typ GroupType, n *Names) string {
 	s := fmt.Sprintf("bucket=bucket_id:%d", b.ID)
 	if b.Weight != defaultBucketWeight(typ) {
 		s += fmt.Sprintf(",weight:%d", b.Weight)
 	}
-	return s + ",actions=" + FormatActions(b.Actions)
+	return s + ",actions=" + formatActions(b.Actions, n)
 }
 
 // defaultBucketWeight is the weight OVS gives (and leaves out when printing) a bucket without
@@ -576,7 +596,13 @@ func FormatGroupHeader(g *Group) string {
 }
 
 // FormatGroup renders a whole group in ovs-ofctl's add-group syntax.
-func FormatGroup(g *Group) string {
+func FormatGroup(g *Group) string { return formatGroup(g, nil) }
+
+// FormatGroupNamed renders a group like FormatGroup, with n's names in its buckets' actions;
+// ParseGroupNamed reads it back.
+func FormatGroupNamed(g *Group, n *Names) string { return formatGroup(g, n) }
+
+func formatGroup(g *Group, n *Names) string {
 	var b strings.Builder
 	b.WriteString(FormatGroupHeader(g))
 	typ := g.Type
@@ -585,7 +611,7 @@ func FormatGroup(g *Group) string {
 	}
 	for i := range g.Buckets {
 		b.WriteByte(',')
-		b.WriteString(formatBucket(&g.Buckets[i], typ))
+		b.WriteString(formatBucket(&g.Buckets[i], typ, n))
 	}
 	return b.String()
 }

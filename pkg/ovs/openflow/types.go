@@ -3,7 +3,9 @@
 // narrow Bridge interface through which everything else installs flows.
 //
 // The model covers exactly what the agent emits. Rendering is canonical: the same model always
-// gives the same text, so whole-pipeline dumps can be compared in golden tests.
+// gives the same text, so whole-pipeline dumps can be compared in golden tests. Dumps for people
+// render with Names (a pipeline's table and register field names, FormatFlowNamed), which
+// ParseFlowNamed reads back; what is installed and compared as keys stays numeric.
 package openflow
 
 import (

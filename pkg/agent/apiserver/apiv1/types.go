@@ -28,6 +28,9 @@ const (
 	QueryAll = "all"
 	// QueryService ("namespace/name") selects one Service of /v1/ovsflows.
 	QueryService = "service"
+	// QueryNames ("false") makes /v1/ovsflows show tables and registers by number, as
+	// ovs-ofctl --no-names does; by default they show by name.
+	QueryNames = "names"
 )
 
 // ServiceMap is the answer of /v1/servicemap: one item per Service port and IP family that the
@@ -134,7 +137,8 @@ type OVSFlows struct {
 	Items      []ServiceFlows `json:"items"`
 }
 
-// ServiceFlows are the flows and groups installed for one Service, in ovs-ofctl syntax.
+// ServiceFlows are the flows and groups installed for one Service, in ovs-ofctl syntax with the
+// pipeline's table and register names (or numbers, with QueryNames=false).
 type ServiceFlows struct {
 	Namespace string   `json:"namespace"`
 	Name      string   `json:"name"`

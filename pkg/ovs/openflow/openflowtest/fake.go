@@ -377,16 +377,20 @@ func (b *FakeBridge) DumpGroups(ctx context.Context) ([]openflow.Group, error) {
 
 // Dump renders the whole state for golden tests: groups by ID (openflow.FormatGroup), then
 // flows in canonical order (openflow.FormatFlow), one per line, each line ending in "\n".
-func (b *FakeBridge) Dump() string {
+func (b *FakeBridge) Dump() string { return b.DumpNamed(nil) }
+
+// DumpNamed renders the whole state like Dump, with n's table and register names
+// (openflow.FormatGroupNamed, openflow.FormatFlowNamed); a nil n gives Dump's text.
+func (b *FakeBridge) DumpNamed(n *openflow.Names) string {
 	b.mu.Lock()
 	defer b.mu.Unlock()
 	var sb strings.Builder
 	for _, id := range b.st.sortedGroupIDs() {
 		g := b.st.groups[id]
-		sb.WriteString(openflow.FormatGroup(&g))
+		sb.WriteString(openflow.FormatGroupNamed(&g, n))
 		sb.WriteByte('\n')
 	}
-	b.writeFlows(&sb, func(*openflow.Flow) bool { return true })
+	b.writeFlows(&sb, n, func(*openflow.Flow) bool { return true })
 	return sb.String()
 }
 
@@ -396,14 +400,14 @@ func (b *FakeBridge) DumpCookie(cookie, mask uint64) string {
 	b.mu.Lock()
 	defer b.mu.Unlock()
 	var sb strings.Builder
-	b.writeFlows(&sb, func(f *openflow.Flow) bool { return cookieMatches(f.Cookie, cookie, mask) })
+	b.writeFlows(&sb, nil, func(f *openflow.Flow) bool { return cookieMatches(f.Cookie, cookie, mask) })
 	return sb.String()
 }
 
-func (b *FakeBridge) writeFlows(sb *strings.Builder, sel func(*openflow.Flow) bool) {
+func (b *FakeBridge) writeFlows(sb *strings.Builder, n *openflow.Names, sel func(*openflow.Flow) bool) {
 	for _, k := range b.st.sortedFlowKeys(sel) {
 		f := b.st.flows[k]
-		sb.WriteString(openflow.FormatFlow(&f))
+		sb.WriteString(openflow.FormatFlowNamed(&f, n))
 		sb.WriteByte('\n')
 	}
 }

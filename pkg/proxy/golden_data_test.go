@@ -204,25 +204,3 @@ func (gf *goldenFile) check(t *testing.T, got string) {
 		t.Errorf("%s: the dump differs from the expected document (-want +got):\n%s", gf.path, cmp.Diff(gf.expected, got))
 	}
 }
-
-// checkNumericCopy compares got, the bridge's dump in plain ovs-ofctl syntax, with
-// testdata/<name>.golden (rewritten with -update). These copies are derived from the data files'
-// cases for readers of numeric dumps (pkg/ovs/openflow/native's encoder test parses them); the
-// data files are the goldens to review and edit.
-func checkNumericCopy(t *testing.T, name, got string) {
-	t.Helper()
-	path := filepath.Join("testdata", name+".golden")
-	if *update {
-		if err := os.WriteFile(path, []byte(got), 0o644); err != nil {
-			t.Fatal(err)
-		}
-		return
-	}
-	want, err := os.ReadFile(path)
-	if err != nil {
-		t.Fatalf("reading the numeric copy (run go test -update to create it): %v", err)
-	}
-	if diff := cmp.Diff(string(want), got); diff != "" {
-		t.Errorf("%s: the numeric dump differs from %s (-want +got):\n%s", name, path, diff)
-	}
-}

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"encoding/binary"
 	"encoding/hex"
+	"io/fs"
 	"net"
 	"net/netip"
 	"os"
@@ -11,6 +12,8 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+
+	"sigs.k8s.io/yaml"
 
 	"github.com/antrea-proxy/antrea-proxy/pkg/ovs/openflow"
 	"github.com/antrea-proxy/antrea-proxy/pkg/ovs/openflow/ofctl"
@@ -23,32 +26,48 @@ type goldenSet struct {
 	ops  []openflow.Op
 }
 
-// goldenSets returns an add op for every flow and group of each of the proxier's golden files.
+// goldenSets returns an add op for every flow and group of each of the proxier's golden cases:
+// the expected document (the last one, "expected: |", written with table and register names)
+// of every testdata/golden data file.
 func goldenSets(t testing.TB) []goldenSet {
 	t.Helper()
-	files, err := filepath.Glob("../../../proxy/testdata/*.golden")
+	var files []string
+	err := filepath.WalkDir("../../../proxy/testdata/golden", func(path string, d fs.DirEntry, err error) error {
+		if err == nil && !d.IsDir() && strings.HasSuffix(path, ".yaml") {
+			files = append(files, path)
+		}
+		return err
+	})
 	if err != nil || len(files) == 0 {
-		t.Fatalf("no golden files: %v", err)
+		t.Fatalf("no golden data files: %v", err)
 	}
+	names := pipeline.Names()
 	var sets []goldenSet
 	for _, file := range files {
 		data, err := os.ReadFile(file)
 		if err != nil {
 			t.Fatal(err)
 		}
+		docs := strings.Split(string(data), "\n---\n")
+		var doc struct {
+			Expected string `json:"expected"`
+		}
+		if err := yaml.UnmarshalStrict([]byte(docs[len(docs)-1]), &doc); err != nil || doc.Expected == "" {
+			t.Fatalf("%s: no expected document: %v", file, err)
+		}
 		set := goldenSet{name: filepath.Base(file)}
-		for _, line := range strings.Split(string(data), "\n") {
+		for _, line := range strings.Split(doc.Expected, "\n") {
 			line = strings.TrimSpace(line)
 			switch {
 			case line == "" || strings.HasPrefix(line, "#"):
 			case strings.HasPrefix(line, "group_id="):
-				g, err := openflow.ParseGroup(line)
+				g, err := openflow.ParseGroupNamed(line, names)
 				if err != nil {
 					t.Fatalf("%s: %v", file, err)
 				}
 				set.ops = append(set.ops, openflow.Op{Kind: openflow.AddGroup, Group: &g})
 			default:
-				f, err := openflow.ParseFlow(line)
+				f, err := openflow.ParseFlowNamed(line, names)
 				if err != nil {
 					t.Fatalf("%s: %v", file, err)
 				}

@@ -212,13 +212,13 @@ func BenchmarkReplay10k(b *testing.B) {
 	b.Logf("installed 10,000 Services x 10 endpoints in %v", time.Since(start))
 
 	goStart := time.Now()
-	ops := p.state.replayOps(p.round)
+	ops := p.state.ReplayOps(p.round, ourCategories)
 	planned := time.Since(goStart)
 	if err := real.WriteBundle(io.Discard, ops); err != nil {
 		b.Fatal(err)
 	}
 	goSide := fmt.Sprintf("replayOps %v, WriteBundle to io.Discard %v", planned, time.Since(goStart)-planned)
-	flows := len(p.state.flows)
+	flows := p.state.Len()
 	full, fullSize := rawBundle(b, real, ops, "replay.bundle")
 	trimmedOps := withoutKinds(ops, of.DeleteGroup)
 	trimmed, trimmedSize := rawBundle(b, real, trimmedOps, "replay-nodelete.bundle")

@@ -21,8 +21,8 @@ func (p *Proxier) syncResult(start time.Time, full bool, drained tracker.Drained
 		ServiceChanges:  len(drained.ServiceChanges),
 		EndpointChanges: drained.DirtyEndpoints.Len(),
 		TriggerTimes:    drained.TriggerTimes,
-		Flows:           len(p.state.flows),
-		Groups:          p.state.groupCount(),
+		Flows:           p.state.Len(),
+		Groups:          p.state.GroupCount(),
 		NodeAddresses:   p.nodeConfig().NodePortAddresses,
 	}
 	if err != nil {

@@ -12,15 +12,9 @@ import (
 func (p *Proxier) InstalledState() ([]of.Flow, []of.Group) {
 	p.mu.Lock()
 	defer p.mu.Unlock()
-	flows := make([]of.Flow, 0, len(p.state.flows))
-	for _, e := range p.state.flows {
-		flows = append(flows, *e.flow)
-	}
-	groups := make([]of.Group, 0, p.state.groupCount())
-	for _, gs := range p.state.groups {
-		for _, g := range gs {
-			groups = append(groups, *g)
-		}
-	}
+	flows := make([]of.Flow, 0, p.state.Len())
+	p.state.EachFlow(func(f *of.Flow) { flows = append(flows, *f) })
+	groups := make([]of.Group, 0, p.state.GroupCount())
+	p.state.EachGroup(func(g *of.Group) { groups = append(groups, *g) })
 	return flows, groups
 }

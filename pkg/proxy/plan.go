@@ -10,11 +10,12 @@ import (
 	"k8s.io/klog/v2"
 
 	of "github.com/antrea-proxy/antrea-proxy/pkg/ovs/openflow"
+	"github.com/antrea-proxy/antrea-proxy/pkg/reconciler"
 )
 
 // plan is one bundle and what committing it changes.
 type plan struct {
-	tx  *txn
+	tx  *reconciler.Txn
 	ops []of.Op
 	// by holds, per op, the owners it is done for (nil: node-level or clean-up).
 	by [][]owner
@@ -27,12 +28,12 @@ type plan struct {
 
 // buildPlan stages in's changes, leaving out the Services in exclude, over st (which it does
 // not change); installed holds each Service's owners as committed. It is pure.
-func buildPlan(st *flowState, installed map[types.NamespacedName][]owner, in *syncInput, exclude sets.Set[types.NamespacedName]) *plan {
-	tx := st.begin()
+func buildPlan(st *reconciler.State, installed map[types.NamespacedName][]owner, in *syncInput, exclude sets.Set[types.NamespacedName]) *plan {
+	tx := st.Begin()
 	pl := &plan{tx: tx, newOwners: make(map[types.NamespacedName][]owner, len(in.names)),
 		included: make([]types.NamespacedName, 0, len(in.names))}
 	if in.setBase {
-		tx.set(baseOwner, nil, in.base)
+		tx.Set(baseOwner, nil, in.base)
 	}
 	for _, nn := range in.names {
 		if exclude.Has(nn) {
@@ -45,7 +46,7 @@ func buildPlan(st *flowState, installed map[types.NamespacedName][]owner, in *sy
 			owners = make([]owner, 0, len(want))
 		}
 		for _, d := range want {
-			tx.setKeyed(d.owner, d.flows.Groups, d.all, d.keys, d.sums)
+			tx.SetKeyed(d.owner, d.flows.Groups, d.all, d.keys, d.sums)
 			owners = append(owners, d.owner)
 		}
 		if owners != nil {
@@ -53,33 +54,29 @@ func buildPlan(st *flowState, installed map[types.NamespacedName][]owner, in *sy
 		}
 		for _, o := range installed[nn] {
 			if !slices.Contains(owners, o) {
-				tx.set(o, nil, nil)
+				tx.Delete(o)
 				pl.released = append(pl.released, o)
 			}
 		}
 	}
 	if in.first {
-		tx.extraDeletes = in.stale
-		tx.preDeletes = in.staleCurrent
-		tx.preDeleteGroups = firstBundleGroupDeletes(tx, in.staleGroups)
+		tx.ExtraDeletes = in.stale
+		tx.PreDeletes = in.staleCurrent
+		tx.PreDeleteGroups = firstBundleGroupDeletes(tx, in.staleGroups)
 	}
-	pl.ops, pl.by = tx.ops()
+	pl.ops, pl.by = tx.Ops()
 	return pl
 }
 
 // firstBundleGroupDeletes returns the group IDs the first bundle of a run deletes before adding
 // anything: those earlier runs' flows use and those it adds, so that its outcome never depends
 // on which groups OVS still holds (deleting a missing group is a no-op).
-func firstBundleGroupDeletes(tx *txn, earlier []uint32) []uint32 {
+func firstBundleGroupDeletes(tx *reconciler.Txn, earlier []uint32) []uint32 {
 	ids := map[uint32]bool{}
 	for _, id := range earlier {
 		ids[id] = true
 	}
-	for _, gs := range tx.groups {
-		for _, g := range gs {
-			ids[g.ID] = true
-		}
-	}
+	tx.StagedGroupIDs(func(id uint32) { ids[id] = true })
 	out := make([]uint32, 0, len(ids))
 	for id := range ids {
 		out = append(out, id)

@@ -19,6 +19,7 @@ import (
 	"github.com/antrea-proxy/antrea-proxy/pkg/model"
 	of "github.com/antrea-proxy/antrea-proxy/pkg/ovs/openflow"
 	"github.com/antrea-proxy/antrea-proxy/pkg/proxy/tracker"
+	"github.com/antrea-proxy/antrea-proxy/pkg/reconciler"
 )
 
 // Proxier programs Services into OVS. Create it with New, feed it with informers (Run does that
@@ -97,7 +98,7 @@ type Proxier struct {
 	committedCIDRs []netip.Prefix
 	// addrIssues are the addresses each committed Service asked for and does not get.
 	addrIssues map[types.NamespacedName][]addrIssue
-	state      *flowState
+	state      *reconciler.State
 	svcOwners  map[types.NamespacedName][]owner
 	status     map[types.NamespacedName]*serviceStatus
 	problems   map[types.NamespacedName]*ServiceProblem
@@ -146,7 +147,7 @@ func New(opts Options, bridge Bridge) (*Proxier, error) {
 		exempt:          map[types.NamespacedName][]netip.Addr{},
 		addrIssues:      map[types.NamespacedName][]addrIssue{},
 	}
-	p.state = newFlowState(p.rankOwners)
+	p.state = reconciler.NewState(p.rankOwners)
 	p.runner = newRunner(p.syncOnce, opts.MinSyncInterval, opts.FullSyncPeriod, opts.Clock)
 	p.retry = newRetryTimer(opts.Clock, p.runner.Request)
 	return p, nil

@@ -45,7 +45,7 @@ func (p *Proxier) InstalledFlows() (of.InstalledFlows, bool) {
 	if !ok {
 		return of.InstalledFlows{}, false
 	}
-	return of.InstalledFlows{PerTable: p.state.flowsPerTable(), Learned: []uint8{pipeline.TableSessionAffinity}, Version: v}, true
+	return of.InstalledFlows{PerTable: p.state.FlowsPerTable(), Learned: []uint8{pipeline.TableSessionAffinity}, Version: v}, true
 }
 
 // InstalledVersion is InstalledFlows' version (healer.TableOwner), without counting: a
@@ -64,22 +64,11 @@ func (p *Proxier) installedVersionLocked() (uint64, bool) {
 	if p.syncs == 0 || p.applySeq%2 == 1 {
 		return 0, false
 	}
-	v := uint64(len(p.state.flows))
+	v := uint64(p.state.Len())
 	for _, cat := range ourCategories {
-		v = v*1_000_003 + uint64(p.state.perCategory[cat])
+		v = v*1_000_003 + uint64(p.state.PerCategory(cat))
 	}
 	return v, true
-}
-
-// flowsPerTable counts the installed flows by table. It walks the installed state (tens of ms
-// of CPU at 100,000 flows), which the healer asks only when InstalledVersion changed or its
-// table counts did not add up; the state could keep the counts as it keeps perCategory.
-func (s *flowState) flowsPerTable() map[uint8]int {
-	out := map[uint8]int{}
-	for _, e := range s.flows {
-		out[e.flow.Table]++
-	}
-	return out
 }
 
 // expectedFlows returns the installed flows per category, the apply sequence number (odd while a
@@ -89,7 +78,7 @@ func (p *Proxier) expectedFlows() (map[pipeline.Category]int, uint64, bool) {
 	defer p.mu.Unlock()
 	want := make(map[pipeline.Category]int, len(ourCategories))
 	for _, cat := range ourCategories {
-		want[cat] = p.state.perCategory[cat]
+		want[cat] = p.state.PerCategory(cat)
 	}
 	return want, p.applySeq, p.syncs > 0
 }
@@ -135,7 +124,7 @@ func (p *Proxier) replay(ctx context.Context) error {
 		// flows, which a restarted ovs-vswitchd lost.
 		return p.InstallBaseFlows(ctx)
 	}
-	ops := p.state.replayOps(p.round)
+	ops := p.state.ReplayOps(p.round, ourCategories)
 	start := p.opts.Clock.Now()
 	p.beginApply()
 	err := p.bridge.Apply(ctx, ops)
@@ -145,8 +134,8 @@ func (p *Proxier) replay(ctx context.Context) error {
 		return fmt.Errorf("replaying %d ops: %w", len(ops), err)
 	}
 	p.replayOwed = false
-	klog.InfoS("Replayed the proxier's flows and groups", "ops", len(ops), "flows", len(p.state.flows),
-		"groups", p.state.groupCount(), "duration", p.opts.Clock.Since(start))
+	klog.InfoS("Replayed the proxier's flows and groups", "ops", len(ops), "flows", p.state.Len(),
+		"groups", p.state.GroupCount(), "duration", p.opts.Clock.Since(start))
 	return nil
 }
 

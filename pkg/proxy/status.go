@@ -70,7 +70,7 @@ type ServiceProblem struct {
 func (p *Proxier) makeStatus(want []desired, now time.Time) *serviceStatus {
 	st := &serviceStatus{lastSync: now}
 	for _, d := range want {
-		ps := PortStatus{Port: d.port, IPv6: d.ipv6, Flows: p.state.flowCount(d.owner)}
+		ps := PortStatus{Port: d.port, IPv6: d.ipv6, Flows: p.state.FlowCount(d.owner)}
 		for _, ep := range d.endpoints {
 			if ep.IP.Is6() != d.ipv6 {
 				continue
@@ -158,12 +158,8 @@ func (p *Proxier) ServiceFlows(nn types.NamespacedName) ([]of.Flow, []of.Group) 
 	var flows []of.Flow
 	var groups []of.Group
 	for _, o := range p.svcOwners[nn] {
-		for _, key := range p.state.owned[o] {
-			if e := p.state.flows[key]; e != nil {
-				flows = append(flows, *e.flow)
-			}
-		}
-		for _, g := range p.state.groups[o] {
+		p.state.OwnerFlows(o, func(f *of.Flow) { flows = append(flows, *f) })
+		for _, g := range p.state.OwnerGroups(o) {
 			groups = append(groups, *g)
 		}
 	}
@@ -183,19 +179,10 @@ func (p *Proxier) SyncState() (last time.Time, syncs int, err error) {
 func (p *Proxier) ServiceFlowsContain(s string) bool {
 	p.mu.Lock()
 	defer p.mu.Unlock()
-	for _, e := range p.state.flows {
-		if strings.Contains(of.FormatFlow(e.flow), s) {
-			return true
-		}
-	}
-	for _, gs := range p.state.groups {
-		for _, g := range gs {
-			if strings.Contains(of.FormatGroup(g), s) {
-				return true
-			}
-		}
-	}
-	return false
+	found := false
+	p.state.EachFlow(func(f *of.Flow) { found = found || strings.Contains(of.FormatFlow(f), s) })
+	p.state.EachGroup(func(g *of.Group) { found = found || strings.Contains(of.FormatGroup(g), s) })
+	return found
 }
 
 // groupsStatus returns the cluster and local group IDs d installed (0 for none) and the

@@ -36,8 +36,9 @@ var (
 )
 
 // startSelfHealing keeps an OpenFlow connection to the bridge open and runs the healer: when the
-// connection comes back after a loss (ovs-vswitchd restarted) every owner of flows replays what
-// it installed, in order (the reject meters, gateway, pods, Services), and then
+// connection comes back after a loss (ovs-vswitchd restarted) every owner replays what it
+// installed, in order (the reject meters, the gateway device and host routes, the bridge's
+// reconciler with the gateway's and the pods' flows, Services), and then
 // flow-restore-wait is cleared; the Services' replay holds that up for at most
 // antreaProxy.flowRestoreTimeout (boundedReplay). Every
 // second one table statistics request is compared with what the owners installed per table
@@ -64,10 +65,10 @@ func (c *Components) startSelfHealing(ctx context.Context, cfg *config.AgentConf
 		owners = append(owners, c.rejectLimits) // before any flow that uses its meters and groups
 	}
 	if d := c.DataPath; d != nil {
-		owners = append(owners, gatewayOwner{d})
-		if cni := d.CNIServer(); cni != nil {
-			owners = append(owners, cni)
-		}
+		owners = append(owners, gatewayHost{d}) // the gateway device before the flows that name it
+	}
+	if c.bridgeState != nil {
+		owners = append(owners, c.bridgeState) // the gateway's and the pods' flows
 	}
 	if cfg.AntreaProxy.Enabled() {
 		owners = append(owners, newBoundedReplay(c.Proxier, clock.RealClock{}, cfg.AntreaProxy.FlowRestoreTimeout.Duration))

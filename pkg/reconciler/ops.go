@@ -82,10 +82,25 @@ func (t *Txn) flowOps(flowAdds, flowDels *opList) {
 				winners[after.winner] = by
 			}
 			flowAdds.add(of.Op{Kind: of.AddFlow, Flow: after.flow}, by)
-		case after == nil && before != nil:
+		case after == nil && before != nil && !t.cleanedUp(k):
 			flowDels.add(of.Op{Kind: of.DeleteFlowStrict, Flow: before.flow}, t.droppedBy[k])
 		}
 	}
+}
+
+// cleanedUp reports whether the clean-up ops of the replaced owners already delete key: every
+// owner that let go of it was replaced.
+func (t *Txn) cleanedUp(key string) bool {
+	by := t.droppedBy[key]
+	if len(by) == 0 || len(t.replaced) == 0 {
+		return false
+	}
+	for _, o := range by {
+		if !t.replaced[o] {
+			return false
+		}
+	}
+	return true
 }
 
 // opList is a list of ops with the owners of each.

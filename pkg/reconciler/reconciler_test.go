@@ -346,10 +346,12 @@ func TestFirstBundleDeletesStaleFlows(t *testing.T) {
 }
 
 // TestReplaceAddsUnchangedFlows checks Replace: its clean-up ops come first, attributed to the
-// owner, and its flows are added again even when unchanged.
+// owner, its flows are added again even when unchanged, and those it lets go of are left to
+// the clean-up.
 func TestReplaceAddsUnchangedFlows(t *testing.T) {
 	r, b := newTest(t)
 	f := flow(testRound, pipeline.CategoryPod, 1, "10.0.0.1", 1)
+	f2 := flow(testRound, pipeline.CategoryPod, 1, "10.0.0.11", 1)
 	clean := of.Op{Kind: of.DeleteFlows, Flow: &of.Flow{Cookie: pipeline.PodCookie(0, 1), CookieMask: pipeline.PodCookieMask}}
 	for i := 0; i < 2; i++ {
 		if err := commit(t, r, func(bt *Batch) { bt.Replace(podOwner(1), []of.Flow{f}, clean) }); err != nil {
@@ -358,6 +360,15 @@ func TestReplaceAddsUnchangedFlows(t *testing.T) {
 		if got, want := opKinds(b.LastOps()), fmt.Sprint(of.DeleteFlows)+","+fmt.Sprint(of.AddFlow); got != want {
 			t.Errorf("replace %d: ops %q, want %q", i, got, want)
 		}
+	}
+	if err := commit(t, r, func(bt *Batch) { bt.Replace(podOwner(1), []of.Flow{f, f2}, clean) }); err != nil {
+		t.Fatal(err)
+	}
+	if err := commit(t, r, func(bt *Batch) { bt.Replace(podOwner(1), nil, clean) }); err != nil {
+		t.Fatal(err)
+	}
+	if got, want := opKinds(b.LastOps()), fmt.Sprint(of.DeleteFlows); got != want || b.FlowCount() != 0 {
+		t.Errorf("replace by nothing: ops %q, want %q (the clean-up deletes the flows); %d flows left", got, want, b.FlowCount())
 	}
 	b.RejectOps(func(op of.Op) error {
 		if op.Kind == of.DeleteFlows {

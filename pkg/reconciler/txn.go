@@ -76,8 +76,9 @@ func (t *Txn) Set(o Owner, groups []*of.Group, flows []of.Flow) {
 // Delete removes the owner.
 func (t *Txn) Delete(o Owner) { t.Set(o, nil, nil) }
 
-// Replace is Set where OVS may hold other flows of o than the state says: clean (delete ops,
-// e.g. by o's cookie) comes first in the bundle and every flow of o is added again after it.
+// Replace is Set where OVS may hold other flows of o than the state says: clean (delete ops
+// that delete every flow of o, e.g. by o's cookie) comes first in the bundle, every flow of o
+// is added again after it and the flows o lets go of get no delete of their own.
 func (t *Txn) Replace(o Owner, flows []of.Flow, clean ...of.Op) {
 	t.Set(o, nil, flows)
 	t.markReplaced(o)

@@ -42,8 +42,8 @@ type Components struct {
 	observers *observers
 	// rejectLimits installs the reject meters; nil when they could not be.
 	rejectLimits *rejectLimits
-	// bridgeState is the bridge's reconciler: the gateway's and the pods' installed flows; nil
-	// without a node data path.
+	// bridgeState is the bridge's reconciler: the installed flows and groups of the gateway,
+	// the pods and the proxier (when AntreaProxy is enabled).
 	bridgeState *reconciler.Reconciler
 }
 
@@ -76,8 +76,8 @@ func Setup(ctx context.Context, cfg *config.AgentConfig, events proxy.EventSink)
 		db.Close()
 		return nil, err
 	}
-	// One reconciler per bridge: the gateway and the CNI server install, verify and replay
-	// their flows through it.
+	// One reconciler per bridge: the gateway, the CNI server and the proxier install their
+	// flows and groups through it, and it verifies and replays them (the healer's owner).
 	bridgeState, err := reconciler.New(reconciler.Options{Bridge: of, Round: opts.Round,
 		Writers: []reconciler.Writer{GatewayWriter, server.PodWriter}})
 	if err != nil {
@@ -91,8 +91,9 @@ func Setup(ctx context.Context, cfg *config.AgentConfig, events proxy.EventSink)
 	}
 	if dp != nil {
 		dp.useReconciler(bridgeState)
-	} else {
-		bridgeState = nil // nothing writes through it
+	}
+	if cfg.AntreaProxy.Enabled() {
+		opts.Reconciler = bridgeState // disabled, the proxier never syncs: not a writer
 	}
 	opts.Events = events
 	limits := setupRateLimits(ctx, cfg, db, of, &opts)

@@ -149,7 +149,7 @@ func (c *computation) fill(j *svcJob) {
 		d.flows = pipeline.ServicePort(c.node, pipeline.ServicePortInput{Port: d.port, Endpoints: d.endpoints,
 			IPv6: d.ipv6, GroupID: d.clusterGID, LocalGroupID: d.localGID,
 			SubGroupIDs: d.subGIDs, LocalSubGroupIDs: d.localSubGIDs, RejectOtherPorts: first})
-		d.stage(c.p.state)
+		d.stage(c.p.bridgeState)
 	}
 }
 
@@ -175,7 +175,7 @@ func (c *computation) owners(nn types.NamespacedName, created time.Time, ports [
 }
 
 // stage readies d's flows for the plan: all, and the keys and digests of its flows.
-func (d *desired) stage(st *reconciler.State) {
+func (d *desired) stage(st *reconciler.Reconciler) {
 	d.all = d.flows.Flows
 	if len(d.flows.EndpointFlows) > 0 {
 		nf := len(d.flows.Flows)

@@ -102,13 +102,21 @@ func (p *Proxier) updateProblems(now time.Time) []serviceEvent {
 		next[nn] = &ServiceProblem{Reason: ProblemOVSRejected, Message: q.msg, Since: q.since, Retries: q.retries, NextRetry: q.next}
 	}
 	lost := map[types.NamespacedName][]string{}
-	p.state.Conflicts(func(o owner, key string, winner owner) {
-		nn := p.ownerMeta[o].name
-		by := "the node's base flows"
-		if winner != baseOwner {
-			by = p.ownerMeta[winner].name.String()
-		}
-		lost[nn] = append(lost[nn], fmt.Sprintf("%s is programmed for %s", key, by))
+	p.bridgeState.Read(func(st *reconciler.State) {
+		st.Conflicts(func(o owner, key string, winner owner) {
+			if o.Kind != reconciler.KindServicePort {
+				return
+			}
+			nn := p.ownerMeta[o].name
+			by := "the node's base flows"
+			switch {
+			case winner.Kind == reconciler.KindServicePort:
+				by = p.ownerMeta[winner].name.String()
+			case winner != baseOwner:
+				by = "the " + winner.Kind.String() + "'s flows"
+			}
+			lost[nn] = append(lost[nn], fmt.Sprintf("%s is programmed for %s", key, by))
+		})
 	})
 	for nn, msgs := range lost {
 		if next[nn] != nil {

@@ -10,6 +10,7 @@ import (
 
 	"github.com/antrea-proxy/antrea-proxy/pkg/model"
 	of "github.com/antrea-proxy/antrea-proxy/pkg/ovs/openflow"
+	"github.com/antrea-proxy/antrea-proxy/pkg/reconciler"
 )
 
 // serviceStatus is what was installed for one Service at its last sync.
@@ -69,8 +70,14 @@ type ServiceProblem struct {
 
 func (p *Proxier) makeStatus(want []desired, now time.Time) *serviceStatus {
 	st := &serviceStatus{lastSync: now}
-	for _, d := range want {
-		ps := PortStatus{Port: d.port, IPv6: d.ipv6, Flows: p.state.FlowCount(d.owner)}
+	flows := make([]int, len(want))
+	p.bridgeState.Read(func(s *reconciler.State) {
+		for i, d := range want {
+			flows[i] = s.FlowCount(d.owner)
+		}
+	})
+	for i, d := range want {
+		ps := PortStatus{Port: d.port, IPv6: d.ipv6, Flows: flows[i]}
 		for _, ep := range d.endpoints {
 			if ep.IP.Is6() != d.ipv6 {
 				continue
@@ -158,10 +165,12 @@ func (p *Proxier) ServiceFlows(nn types.NamespacedName) ([]of.Flow, []of.Group) 
 	var flows []of.Flow
 	var groups []of.Group
 	for _, o := range p.svcOwners[nn] {
-		p.state.OwnerFlows(o, func(f *of.Flow) { flows = append(flows, *f) })
-		for _, g := range p.state.OwnerGroups(o) {
-			groups = append(groups, *g)
-		}
+		p.bridgeState.Read(func(st *reconciler.State) {
+			st.OwnerFlows(o, func(f *of.Flow) { flows = append(flows, *f) })
+			for _, g := range st.OwnerGroups(o) {
+				groups = append(groups, *g)
+			}
+		})
 	}
 	return flows, groups
 }
@@ -180,8 +189,14 @@ func (p *Proxier) ServiceFlowsContain(s string) bool {
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	found := false
-	p.state.EachFlow(func(f *of.Flow) { found = found || strings.Contains(of.FormatFlow(f), s) })
-	p.state.EachGroup(func(g *of.Group) { found = found || strings.Contains(of.FormatGroup(g), s) })
+	p.bridgeState.Read(func(st *reconciler.State) {
+		st.EachFlow(func(o reconciler.Owner, f *of.Flow) {
+			found = found || isProxierOwner(o) && strings.Contains(of.FormatFlow(f), s)
+		})
+		st.EachGroup(func(o reconciler.Owner, g *of.Group) {
+			found = found || isProxierOwner(o) && strings.Contains(of.FormatGroup(g), s)
+		})
+	})
 	return found
 }
 

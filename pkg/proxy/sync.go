@@ -159,12 +159,6 @@ func (p *Proxier) syncOnce(ctx context.Context, full bool) error {
 		return ctx.Err()
 	}
 	defer func() { <-p.syncSem }()
-	if p.replayOwed {
-		if err := p.replay(ctx); err != nil {
-			p.setSyncErr(err)
-			return err
-		}
-	}
 	res, err := p.sync(ctx, full)
 	if o := p.opts.Observer; o != nil {
 		o.SyncDone(res)
@@ -187,10 +181,8 @@ func (p *Proxier) sync(ctx context.Context, full bool) (observe.SyncResult, erro
 		defer p.checkDrift(ctx)
 	}
 	in := p.gather(start, full)
-	p.beginApply()
 	pl, rejected, err := p.planAndApply(ctx, in)
 	if err != nil {
-		p.endApply()
 		p.setSyncErr(err)
 		klog.ErrorS(err, "Installing flows failed; will retry", "services", len(in.names))
 		return p.syncResult(start, in.full, in.drained, nil, err), err

@@ -7,8 +7,6 @@ import (
 	"slices"
 	"sync"
 
-	"k8s.io/klog/v2"
-
 	of "github.com/antrea-proxy/antrea-proxy/pkg/ovs/openflow"
 	"github.com/antrea-proxy/antrea-proxy/pkg/pipeline"
 )
@@ -18,6 +16,27 @@ import (
 type Writer struct {
 	Kind       Kind
 	Categories []pipeline.Category
+	// Learned are the tables where OVS learns flows beside the writer's own (session
+	// affinity): the healer's table check only needs them to hold at least the writer's flows.
+	Learned []uint8
+	// Rank orders two owners of this kind for a contested flow key; nil means Compare. Owners
+	// of different kinds rank by Compare (a lower kind wins). It runs with the reconciler's
+	// lock held and must not call the reconciler.
+	Rank RankFunc
+	// Unstarted, when set, is what Replay does for the writer before its first bundle
+	// committed (for example, install the node-level flows every packet needs).
+	Unstarted func(ctx context.Context) error
+}
+
+func (w Writer) validate() []error {
+	var errs []error
+	if w.Kind == 0 {
+		errs = append(errs, errors.New("reconciler: a writer has no kind"))
+	}
+	if len(w.Categories) == 0 {
+		errs = append(errs, fmt.Errorf("reconciler: writer %s has no cookie category", w.Kind))
+	}
+	return errs
 }
 
 // Options configures a Reconciler.
@@ -26,10 +45,8 @@ type Options struct {
 	Bridge of.Bridge
 	// Round is this run's flow round (the writers' cookies carry it).
 	Round uint16
-	// Writers are the writers of the bridge through this reconciler.
+	// Writers are the writers of the bridge known at creation; AddWriter adds others.
 	Writers []Writer
-	// Rank orders the owners of a contested flow key; nil means Compare.
-	Rank RankFunc
 }
 
 // Validate reports every problem of o.
@@ -38,16 +55,30 @@ func (o Options) Validate() error {
 	if o.Bridge == nil {
 		errs = append(errs, errors.New("reconciler: no bridge"))
 	}
+	if o.Round == 0 {
+		errs = append(errs, errors.New("reconciler: no round"))
+	}
+	errs = append(errs, checkWriters(nil, o.Writers)...)
+	return errors.Join(errs...)
+}
+
+// checkWriters reports the problems of adding ws to have.
+func checkWriters(have map[Kind]Writer, ws []Writer) []error {
+	var errs []error
 	kinds := map[Kind]bool{}
 	cats := map[pipeline.Category]Kind{}
-	for _, w := range o.Writers {
+	for k, w := range have {
+		kinds[k] = true
+		for _, c := range w.Categories {
+			cats[c] = k
+		}
+	}
+	for _, w := range ws {
+		errs = append(errs, w.validate()...)
 		if kinds[w.Kind] {
 			errs = append(errs, fmt.Errorf("reconciler: writer kind %s given twice", w.Kind))
 		}
 		kinds[w.Kind] = true
-		if len(w.Categories) == 0 {
-			errs = append(errs, fmt.Errorf("reconciler: writer %s has no cookie category", w.Kind))
-		}
 		for _, c := range w.Categories {
 			if k, ok := cats[c]; ok {
 				errs = append(errs, fmt.Errorf("reconciler: cookie category %s belongs to writers %s and %s", c, k, w.Kind))
@@ -55,24 +86,28 @@ func (o Options) Validate() error {
 			cats[c] = w.Kind
 		}
 	}
-	return errors.Join(errs...)
+	return errs
 }
 
-// Reconciler owns the installed state of one bridge for its writers (Options.Writers). It is
-// safe for concurrent use: one batch is applied at a time.
+// Reconciler owns the installed state of one bridge for its writers. It is safe for concurrent
+// use: one batch (or replay) is applied at a time.
 type Reconciler struct {
-	bridge  of.Bridge
-	round   uint16
-	writers map[Kind][]pipeline.Category
-	// applyMu serializes batches and replays: it is held from Begin to Commit or Abort.
-	applyMu sync.Mutex
-	// mu guards what follows; it is never held during an Apply.
-	mu    sync.Mutex
-	state *State
+	bridge of.Bridge
+	round  uint16
+	// sem serializes batches and replays (capacity 1): it is held from Begin to Commit or
+	// Abort, and by Replay.
+	sem chan struct{}
+	// mu guards what follows; it is never held during an Apply. The state and writers change
+	// only with sem held too, so a batch reads them without mu.
+	mu      sync.Mutex
+	writers map[Kind]Writer
+	state   *State
 	// seq is odd while a bundle is in flight: Verify then cannot tell.
 	seq uint64
-	// started holds the writers whose first bundle committed (Batch.First).
+	// started holds the writers whose first bundle committed (Batch.First, Batch.Start).
 	started map[Kind]bool
+	// owed is set when a replay failed or OweReplay was called: the next batch replays first.
+	owed bool
 }
 
 // New returns a reconciler with nothing installed.
@@ -80,13 +115,45 @@ func New(opts Options) (*Reconciler, error) {
 	if err := opts.Validate(); err != nil {
 		return nil, err
 	}
-	r := &Reconciler{bridge: opts.Bridge, round: opts.Round, writers: map[Kind][]pipeline.Category{},
-		state: NewState(opts.Rank), started: map[Kind]bool{}}
+	r := &Reconciler{bridge: opts.Bridge, round: opts.Round, sem: make(chan struct{}, 1), writers: map[Kind]Writer{},
+		started: map[Kind]bool{}}
+	r.state = NewState(r.rank)
 	for _, w := range opts.Writers {
-		r.writers[w.Kind] = slices.Clone(w.Categories)
+		r.writers[w.Kind] = w
 	}
 	return r, nil
 }
+
+// AddWriter adds writers, for example the proxier, created after the reconciler. It waits for
+// a batch in flight.
+func (r *Reconciler) AddWriter(ws ...Writer) error {
+	r.sem <- struct{}{}
+	defer func() { <-r.sem }()
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if errs := checkWriters(r.writers, ws); len(errs) > 0 {
+		return errors.Join(errs...)
+	}
+	for _, w := range ws {
+		r.writers[w.Kind] = w
+	}
+	return nil
+}
+
+// rank is the state's RankFunc: the writer's own within a kind, Compare across kinds. The state
+// calls it with sem held, which AddWriter, the only writer of writers, takes too.
+func (r *Reconciler) rank(a, b Owner) int {
+	if a.Kind == b.Kind {
+		if f := r.writers[a.Kind].Rank; f != nil {
+			return f(a, b)
+		}
+	}
+	return Compare(a, b)
+}
+
+// KeysOf returns the key and the digest of every flow of flows (State.KeysOf); any goroutine
+// may call it, without the lock.
+func (r *Reconciler) KeysOf(flows []of.Flow) ([]string, []Sum) { return r.state.KeysOf(flows) }
 
 // Round returns this run's flow round.
 func (r *Reconciler) Round() uint16 { return r.round }
@@ -96,6 +163,14 @@ func (r *Reconciler) Started(kind Kind) bool {
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	return r.started[kind]
+}
+
+// Read calls f with the installed state, which f must not keep or change, under the
+// reconciler's lock (f must not call the reconciler).
+func (r *Reconciler) Read(f func(*State)) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	f(r.state)
 }
 
 // Flows returns copies of the installed flows of every owner of kind.
@@ -121,16 +196,16 @@ func (r *Reconciler) Has(o Owner) bool {
 // startedCategories returns the categories of the started writers, sorted; call with mu held.
 func (r *Reconciler) startedCategories() []pipeline.Category {
 	var cats []pipeline.Category
-	for k, cs := range r.writers {
+	for k, w := range r.writers {
 		if r.started[k] {
-			cats = append(cats, cs...)
+			cats = append(cats, w.Categories...)
 		}
 	}
 	slices.Sort(cats)
 	return cats
 }
 
-// apply sends ops with seq odd; call with applyMu held.
+// apply sends ops with seq odd; call with sem held.
 func (r *Reconciler) apply(ctx context.Context, ops []of.Op) error {
 	r.mu.Lock()
 	r.seq++
@@ -140,66 +215,4 @@ func (r *Reconciler) apply(ctx context.Context, ops []of.Op) error {
 	r.seq++
 	r.mu.Unlock()
 	return err
-}
-
-// Name names the reconciler as the owner of the bridge's flows (healer.Owner).
-func (r *Reconciler) Name() string { return "bridge" }
-
-// Verify compares, per cookie category of this round of every started writer, the flows OVS
-// holds (counted through c) with those installed; false means OVS lost some and a Replay is
-// needed. While a bundle is in flight, or when one was applied while it counted, it reports
-// true: it cannot tell.
-func (r *Reconciler) Verify(ctx context.Context, c of.FlowCounter) (bool, error) {
-	r.mu.Lock()
-	seq, cats := r.seq, r.startedCategories()
-	want := make([]int, len(cats))
-	for i, cat := range cats {
-		want[i] = r.state.PerCategory(cat)
-	}
-	r.mu.Unlock()
-	if seq%2 == 1 {
-		return true, nil
-	}
-	for i, cat := range cats {
-		n, err := c.CountFlows(ctx, of.FlowFilter{Cookie: pipeline.Cookie(r.round, cat, 0), CookieMask: pipeline.RoundMask | pipeline.CategoryMask})
-		if err != nil {
-			return false, fmt.Errorf("counting %s flows: %w", cat, err)
-		}
-		if n != want[i] {
-			r.mu.Lock()
-			changed := r.seq != seq
-			r.mu.Unlock()
-			if changed {
-				return true, nil
-			}
-			klog.InfoS("OVS holds other flows than installed", "category", cat, "installed", want[i], "inOVS", n, "round", r.round)
-			return false, nil
-		}
-	}
-	return true, nil
-}
-
-// Replay reinstalls everything the started writers installed, in one bundle, whatever OVS holds
-// now: it deletes this round's flows of their categories and every group ID held, then adds
-// every group and flow. It waits for a batch in flight. Before any writer started it does
-// nothing.
-func (r *Reconciler) Replay(ctx context.Context) error {
-	r.applyMu.Lock()
-	defer r.applyMu.Unlock()
-	r.mu.Lock()
-	cats := r.startedCategories()
-	var ops []of.Op
-	if len(cats) > 0 {
-		ops = r.state.ReplayOps(r.round, cats)
-	}
-	flows, groups := r.state.Len(), r.state.GroupCount()
-	r.mu.Unlock()
-	if len(ops) == 0 {
-		return nil
-	}
-	if err := r.apply(ctx, ops); err != nil {
-		return fmt.Errorf("replaying %d ops: %w", len(ops), err)
-	}
-	klog.InfoS("Replayed the bridge's flows and groups", "ops", len(ops), "flows", flows, "groups", groups)
-	return nil
 }

@@ -241,6 +241,7 @@ func (t *Txn) Commit() {
 	for k, e := range t.flows {
 		if b := t.st.flows[k]; b != nil {
 			t.st.perCategory[pipeline.CookieCategory(b.flow.Cookie)]--
+			t.st.perTable[b.flow.Table]--
 			for _, w := range b.owners {
 				t.st.dropConflict(w.owner, k)
 			}
@@ -251,6 +252,7 @@ func (t *Txn) Commit() {
 		}
 		t.st.flows[k] = e
 		t.st.perCategory[pipeline.CookieCategory(e.flow.Cookie)]++
+		t.st.perTable[e.flow.Table]++
 		for _, w := range e.owners {
 			t.st.dropConflict(w.owner, k)
 			if w.sum != e.sum {

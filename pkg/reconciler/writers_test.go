@@ -51,7 +51,9 @@ func TestWriterRankDecidesWithinItsKind(t *testing.T) {
 		t.Fatalf("installed %v, want svcB's output:4 (its writer ranks it first)", flows)
 	}
 	var lost []string
-	r.Read(func(st *State) { st.Conflicts(func(o Owner, _ string, w Owner) { lost = append(lost, o.Key+" to "+w.Key) }) })
+	r.Read(func(st *State) {
+		st.Conflicts(func(o Owner, _ string, w Owner) { lost = append(lost, o.Key+" to "+w.Key) })
+	})
 	if want := []string{svcA.Key + " to " + svcB.Key}; !slicesEqual(lost, want) {
 		t.Errorf("conflicts %v, want %v", lost, want)
 	}

@@ -38,7 +38,8 @@ var (
 // startSelfHealing keeps an OpenFlow connection to the bridge open and runs the healer: when the
 // connection comes back after a loss (ovs-vswitchd restarted) every owner replays what it
 // installed, in order (the reject meters, the gateway device and host routes, then the bridge's
-// reconciler: the flows and groups of the gateway, the pods and the Services, one bundle), and then
+// reconciler: the flows of the gateway, of the pods, then the Services' flows and groups, one
+// bundle each), and then
 // flow-restore-wait is cleared; the Services' replay holds that up for at most
 // antreaProxy.flowRestoreTimeout (boundedReplay). Every
 // second one table statistics request is compared with what the owners installed per table

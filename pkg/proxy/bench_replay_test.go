@@ -215,7 +215,9 @@ func BenchmarkReplay10k(b *testing.B) {
 	goStart := time.Now()
 	var ops []of.Op
 	var flows int
-	p.bridgeState.Read(func(st *reconciler.State) { ops, flows = st.ReplayOps(p.round, ourCategories), st.Len() })
+	p.bridgeState.Read(func(st *reconciler.State) {
+		ops, flows = st.ReplayOps(p.round, ourCategories, isProxierOwner), st.Len()
+	})
 	planned := time.Since(goStart)
 	if err := real.WriteBundle(io.Discard, ops); err != nil {
 		b.Fatal(err)

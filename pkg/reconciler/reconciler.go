@@ -101,7 +101,10 @@ type Reconciler struct {
 	// only with sem held too, so a batch reads them without mu.
 	mu      sync.Mutex
 	writers map[Kind]Writer
-	state   *State
+	// units are the writers' kinds by replay bundle, in replay order: one per writer of
+	// Options, then one per AddWriter call.
+	units [][]Kind
+	state *State
 	// seq is odd while a bundle is in flight: Verify then cannot tell.
 	seq uint64
 	// started holds the writers whose first bundle committed (Batch.First, Batch.Start).
@@ -120,12 +123,14 @@ func New(opts Options) (*Reconciler, error) {
 	r.state = NewState(r.rank)
 	for _, w := range opts.Writers {
 		r.writers[w.Kind] = w
+		r.units = append(r.units, []Kind{w.Kind})
 	}
 	return r, nil
 }
 
-// AddWriter adds writers, for example the proxier, created after the reconciler. It waits for
-// a batch in flight.
+// AddWriter adds writers, for example the proxier, created after the reconciler; Replay
+// reinstalls their flows and groups together in one bundle, after those of the writers added
+// before. It waits for a batch in flight.
 func (r *Reconciler) AddWriter(ws ...Writer) error {
 	r.sem <- struct{}{}
 	defer func() { <-r.sem }()
@@ -134,9 +139,12 @@ func (r *Reconciler) AddWriter(ws ...Writer) error {
 	if errs := checkWriters(r.writers, ws); len(errs) > 0 {
 		return errors.Join(errs...)
 	}
+	unit := make([]Kind, 0, len(ws))
 	for _, w := range ws {
 		r.writers[w.Kind] = w
+		unit = append(unit, w.Kind)
 	}
+	r.units = append(r.units, unit)
 	return nil
 }
 
@@ -195,10 +203,20 @@ func (r *Reconciler) Has(o Owner) bool {
 
 // startedCategories returns the categories of the started writers, sorted; call with mu held.
 func (r *Reconciler) startedCategories() []pipeline.Category {
+	var kinds []Kind
+	for k := range r.writers {
+		kinds = append(kinds, k)
+	}
+	return r.startedCategoriesOf(kinds)
+}
+
+// startedCategoriesOf returns the categories of the started writers of kinds, sorted; call
+// with mu held.
+func (r *Reconciler) startedCategoriesOf(kinds []Kind) []pipeline.Category {
 	var cats []pipeline.Category
-	for k, w := range r.writers {
+	for _, k := range kinds {
 		if r.started[k] {
-			cats = append(cats, w.Categories...)
+			cats = append(cats, r.writers[k].Categories...)
 		}
 	}
 	slices.Sort(cats)

@@ -194,9 +194,10 @@ func sortedOwners[V any](m map[Owner]V) []Owner {
 	return out
 }
 
-// ReplayOps returns the bundle that reinstalls the whole state whatever OVS holds: delete this
-// round's flows of cats and every group ID held, then add every group and flow.
-func (s *State) ReplayOps(round uint16, cats []pipeline.Category) []of.Op {
+// ReplayOps returns the bundle that reinstalls the flows and groups of the owners mine selects
+// whatever OVS holds: delete this round's flows of cats and every group ID they hold, then add
+// every group and flow of theirs (a flow by its winner).
+func (s *State) ReplayOps(round uint16, cats []pipeline.Category, mine func(Owner) bool) []of.Op {
 	var ops []of.Op
 	for _, c := range cats {
 		ops = append(ops, of.Op{Kind: of.DeleteFlows, Flow: &of.Flow{
@@ -204,6 +205,9 @@ func (s *State) ReplayOps(round uint16, cats []pipeline.Category) []of.Op {
 	}
 	var adds []of.Op
 	for _, o := range sortedOwners(s.groups) {
+		if !mine(o) {
+			continue
+		}
 		for _, g := range s.groups[o] {
 			ops = append(ops, of.Op{Kind: of.DeleteGroup, Group: &of.Group{ID: g.ID}})
 			adds = append(adds, of.Op{Kind: of.AddGroup, Group: g})
@@ -211,8 +215,10 @@ func (s *State) ReplayOps(round uint16, cats []pipeline.Category) []of.Op {
 	}
 	ops = append(ops, adds...)
 	keys := make([]string, 0, len(s.flows))
-	for k := range s.flows {
-		keys = append(keys, k)
+	for k, e := range s.flows {
+		if mine(e.winner) {
+			keys = append(keys, k)
+		}
 	}
 	sort.Strings(keys)
 	for _, k := range keys {

@@ -94,10 +94,12 @@ func (r *Reconciler) InstalledFlows() (of.InstalledFlows, bool) {
 	return of.InstalledFlows{PerTable: r.state.FlowsPerTable(), Learned: slices.Compact(learned), Version: v}, true
 }
 
-// Replay reinstalls everything the started writers installed, in one bundle, whatever OVS holds
-// now: it deletes this round's flows of their categories and every group ID held, then adds
-// every group and flow. Then it runs the Unstarted hook of every writer not started. It waits
-// for a batch in flight, or until ctx is done. When it fails, the next batch replays first.
+// Replay reinstalls everything the started writers installed whatever OVS holds now, one bundle
+// per unit of writers (one per writer of Options, then one per AddWriter call: the gateway,
+// the pods, then the proxier's), in that order: each deletes this round's flows of its
+// writers' categories and every group ID they hold, then adds every group and flow of theirs.
+// For a writer not started it runs its Unstarted hook instead, in its place. It waits for a
+// batch in flight, or until ctx is done. When it fails, the next batch replays first.
 func (r *Reconciler) Replay(ctx context.Context) error {
 	select {
 	case r.sem <- struct{}{}:
@@ -125,39 +127,60 @@ func (r *Reconciler) replayHeld(ctx context.Context) error {
 }
 
 func (r *Reconciler) replayOps(ctx context.Context) error {
-	r.mu.Lock()
-	cats := r.startedCategories()
-	var ops []of.Op
-	if len(cats) > 0 {
-		ops = r.state.ReplayOps(r.round, cats)
-	}
-	var hooks []func(context.Context) error
-	for _, k := range sortedKinds(r.writers) {
-		if w := r.writers[k]; !r.started[k] && w.Unstarted != nil {
-			hooks = append(hooks, w.Unstarted)
-		}
-	}
-	flows, groups := r.state.Len(), r.state.GroupCount()
-	r.mu.Unlock()
-	if len(ops) > 0 {
-		start := time.Now()
-		if err := r.apply(ctx, ops); err != nil {
-			return fmt.Errorf("replaying %d ops: %w", len(ops), err)
-		}
-		klog.InfoS("Replayed the bridge's flows and groups", "ops", len(ops), "flows", flows, "groups", groups, "duration", time.Since(start))
-	}
+	steps := r.replaySteps()
 	var errs []error
-	for _, h := range hooks {
-		errs = append(errs, h(ctx))
+	for _, st := range steps {
+		if st.hook != nil {
+			errs = append(errs, st.hook(ctx))
+			continue
+		}
+		start := time.Now()
+		if err := r.apply(ctx, st.ops); err != nil {
+			return errors.Join(append(errs, fmt.Errorf("replaying %d ops of %v: %w", len(st.ops), kindNames(st.kinds), err))...)
+		}
+		klog.InfoS("Replayed flows and groups", "writers", kindNames(st.kinds), "ops", len(st.ops), "duration", time.Since(start))
 	}
 	return errors.Join(errs...)
 }
 
-func sortedKinds(m map[Kind]Writer) []Kind {
-	out := make([]Kind, 0, len(m))
-	for k := range m {
-		out = append(out, k)
+// replayStep is one bundle of a replay (the flows and groups of the started writers of one
+// unit) or the Unstarted hook of a writer not started.
+type replayStep struct {
+	kinds []Kind
+	ops   []of.Op
+	hook  func(context.Context) error
+}
+
+// replaySteps returns a replay's steps, unit by unit in order (sem held: the state does not
+// change meanwhile).
+func (r *Reconciler) replaySteps() []replayStep {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	var steps []replayStep
+	for _, unit := range r.units {
+		if cats := r.startedCategoriesOf(unit); len(cats) > 0 {
+			var started []Kind
+			for _, k := range unit {
+				if r.started[k] {
+					started = append(started, k)
+				}
+			}
+			mine := func(o Owner) bool { return slices.Contains(started, o.Kind) }
+			steps = append(steps, replayStep{kinds: started, ops: r.state.ReplayOps(r.round, cats, mine)})
+		}
+		for _, k := range unit {
+			if w := r.writers[k]; !r.started[k] && w.Unstarted != nil {
+				steps = append(steps, replayStep{kinds: []Kind{k}, hook: w.Unstarted})
+			}
+		}
 	}
-	slices.Sort(out)
+	return steps
+}
+
+func kindNames(kinds []Kind) []string {
+	out := make([]string, len(kinds))
+	for i, k := range kinds {
+		out[i] = k.String()
+	}
 	return out
 }

@@ -36,11 +36,7 @@ func (p *Proxier) InstalledState() ([]of.Flow, []of.Group) {
 func (p *Proxier) installedCounts() (flows, groups int) {
 	p.bridgeState.Read(func(st *reconciler.State) {
 		flows = proxierFlows(st)
-		st.EachGroup(func(o reconciler.Owner, _ *of.Group) {
-			if isProxierOwner(o) {
-				groups++
-			}
-		})
+		groups = st.GroupCountOf(reconciler.KindNode) + st.GroupCountOf(reconciler.KindServicePort)
 	})
 	return flows, groups
 }

@@ -279,6 +279,11 @@ func TestReplayAfterWipe(t *testing.T) {
 	}); err != nil {
 		t.Fatal(err)
 	}
+	r.Read(func(st *State) {
+		if st.GroupCount() != 1 || st.GroupCountOf(KindServicePort) != 1 || st.GroupCountOf(KindPod) != 0 {
+			t.Errorf("group counts %d, %d service-port, %d pod; want 1, 1, 0", st.GroupCount(), st.GroupCountOf(KindServicePort), st.GroupCountOf(KindPod))
+		}
+	})
 	want := b.Dump()
 	b.Wipe()
 	if ok, _ := r.Verify(ctx, b); ok {

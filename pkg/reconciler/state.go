@@ -62,6 +62,8 @@ type State struct {
 	// (the healer's table check).
 	perCategory map[pipeline.Category]int
 	perTable    map[uint8]int
+	// groupsPerKind counts the installed groups by their owner's kind.
+	groupsPerKind map[Kind]int
 	// conflicts holds, per losing owner, the keys it wants with other content than installed
 	// and the winner of each.
 	conflicts map[Owner]map[string]Owner
@@ -76,14 +78,15 @@ func NewState(rank RankFunc) *State {
 		rank = Compare
 	}
 	return &State{
-		flows:       map[string]*flowEntry{},
-		owned:       map[Owner][]string{},
-		groups:      map[Owner][]*of.Group{},
-		perCategory: map[pipeline.Category]int{},
-		perTable:    map[uint8]int{},
-		conflicts:   map[Owner]map[string]Owner{},
-		rank:        rank,
-		seeds:       [2]maphash.Seed{maphash.MakeSeed(), maphash.MakeSeed()},
+		flows:         map[string]*flowEntry{},
+		owned:         map[Owner][]string{},
+		groups:        map[Owner][]*of.Group{},
+		perCategory:   map[pipeline.Category]int{},
+		perTable:      map[uint8]int{},
+		groupsPerKind: map[Kind]int{},
+		conflicts:     map[Owner]map[string]Owner{},
+		rank:          rank,
+		seeds:         [2]maphash.Seed{maphash.MakeSeed(), maphash.MakeSeed()},
 	}
 }
 
@@ -115,11 +118,14 @@ func (s *State) FlowCount(o Owner) int { return len(s.owned[o]) }
 // GroupCount returns how many groups are installed.
 func (s *State) GroupCount() int {
 	n := 0
-	for _, gs := range s.groups {
-		n += len(gs)
+	for _, c := range s.groupsPerKind {
+		n += c
 	}
 	return n
 }
+
+// GroupCountOf returns how many groups owners of kind have installed.
+func (s *State) GroupCountOf(kind Kind) int { return s.groupsPerKind[kind] }
 
 // PerCategory returns how many installed flows have a cookie of category c.
 func (s *State) PerCategory(c pipeline.Category) int { return s.perCategory[c] }

@@ -271,6 +271,7 @@ func (t *Txn) Commit() {
 		}
 	}
 	for o := range t.touchedGroups {
+		t.st.groupsPerKind[o.Kind] += len(t.groups[o]) - len(t.st.groups[o])
 		if gs := t.groups[o]; len(gs) > 0 {
 			t.st.groups[o] = gs
 		} else {

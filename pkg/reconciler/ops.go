@@ -75,11 +75,12 @@ func (t *Txn) flowOps(flowAdds, flowDels *opList) {
 	for _, k := range keys {
 		after, before := t.flows[k], t.st.flows[k]
 		switch {
-		case after != nil && (before == nil || before.sum != after.sum || t.replaced[after.winner]):
-			by, ok := winners[after.winner]
+		case after != nil && (before == nil || before.sum != after.sum || t.replaced[after.winner()]):
+			w := after.winner()
+			by, ok := winners[w]
 			if !ok {
-				by = []Owner{after.winner}
-				winners[after.winner] = by
+				by = []Owner{w}
+				winners[w] = by
 			}
 			flowAdds.add(of.Op{Kind: of.AddFlow, Flow: after.flow}, by)
 		case after == nil && before != nil && !t.cleanedUp(k):

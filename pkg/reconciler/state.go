@@ -23,13 +23,16 @@ type wantedFlow struct {
 // flowEntry is one installed flow key with the owners that want it. Endpoint DNAT flows are
 // shared: a flow is deleted only when its last owner lets go of it. When owners want different
 // content under one key, the winner's (see State.rank) is installed. owners is a short list (a
-// key rarely has more than a few owners).
+// key rarely has more than a few owners), the winner first once resolved (no field of its own:
+// an entry stays in the 48-byte size class).
 type flowEntry struct {
 	flow   *of.Flow // what is installed: the winner's flow
 	sum    Sum
-	winner Owner
 	owners []wantedFlow
 }
+
+// winner returns the owner whose content is installed (of a resolved entry).
+func (e *flowEntry) winner() Owner { return e.owners[0].owner }
 
 // want returns o's want of the entry, nil when o wants none.
 func (e *flowEntry) want(o Owner) *wantedFlow {
@@ -146,7 +149,7 @@ func (s *State) OwnerGroups(o Owner) []*of.Group { return s.groups[o] }
 // be modified).
 func (s *State) EachFlow(f func(Owner, *of.Flow)) {
 	for _, e := range s.flows {
-		f(e.winner, e.flow)
+		f(e.winner(), e.flow)
 	}
 }
 
@@ -222,7 +225,7 @@ func (s *State) ReplayOps(round uint16, cats []pipeline.Category, mine func(Owne
 	ops = append(ops, adds...)
 	keys := make([]string, 0, len(s.flows))
 	for k, e := range s.flows {
-		if mine(e.winner) {
+		if mine(e.winner()) {
 			keys = append(keys, k)
 		}
 	}

@@ -48,7 +48,7 @@ func (t *Txn) entry(key string) *flowEntry {
 	if b == nil {
 		return nil
 	}
-	c := &flowEntry{flow: b.flow, sum: b.sum, winner: b.winner, owners: append([]wantedFlow(nil), b.owners...)}
+	c := &flowEntry{flow: b.flow, sum: b.sum, owners: append([]wantedFlow(nil), b.owners...)}
 	t.flows[key] = c
 	return c
 }
@@ -185,7 +185,8 @@ func (t *Txn) StagedGroupIDs(f func(uint32)) {
 	}
 }
 
-// resolve sets each staged entry's installed content to its winner's.
+// resolve sets each staged entry's installed content to its winner's and moves the winner
+// first.
 func (t *Txn) resolve() {
 	for _, e := range t.flows {
 		if e == nil {
@@ -197,8 +198,9 @@ func (t *Txn) resolve() {
 				best = i
 			}
 		}
-		w := e.owners[best]
-		e.flow, e.sum, e.winner = w.flow, w.sum, w.owner
+		e.owners[0], e.owners[best] = e.owners[best], e.owners[0]
+		w := e.owners[0]
+		e.flow, e.sum = w.flow, w.sum
 	}
 }
 
@@ -259,7 +261,7 @@ func (t *Txn) Commit() {
 				if t.st.conflicts[w.owner] == nil {
 					t.st.conflicts[w.owner] = map[string]Owner{}
 				}
-				t.st.conflicts[w.owner][k] = e.winner
+				t.st.conflicts[w.owner][k] = e.winner()
 			}
 		}
 	}

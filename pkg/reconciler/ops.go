@@ -26,11 +26,11 @@ func (t *Txn) Ops() ([]of.Op, [][]Owner) {
 	for _, id := range t.PreDeleteGroups {
 		pre.add(of.Op{Kind: of.DeleteGroup, Group: &of.Group{ID: id}}, nil)
 	}
-	owners := sortedOwners(t.touchedGroups)
+	owners := sortedOwners(t.staged)
 	// Each op's owner list is a one-owner view of owners (read-only): not one allocation per
 	// owner.
 	for i, o := range owners {
-		before, after := byID(t.st.groups[o]), t.groups[o]
+		before, after := byID(t.st.owners[o].groups), t.staged[o].groups
 		by := owners[i : i+1 : i+1]
 		for _, g := range after {
 			b := before.get(g.ID)
@@ -42,7 +42,7 @@ func (t *Txn) Ops() ([]of.Op, [][]Owner) {
 			}
 		}
 		stay := byID(after)
-		for _, b := range t.st.groups[o] {
+		for _, b := range t.st.owners[o].groups {
 			if stay.get(b.ID) == nil {
 				groupDels.add(of.Op{Kind: of.DeleteGroup, Group: b}, by)
 			}

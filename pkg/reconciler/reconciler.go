@@ -186,7 +186,7 @@ func (r *Reconciler) Flows(kind Kind) []of.Flow {
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	var out []of.Flow
-	for o := range r.state.owned {
+	for o := range r.state.owners {
 		if o.Kind == kind {
 			r.state.OwnerFlows(o, func(f *of.Flow) { out = append(out, *f) })
 		}
@@ -198,7 +198,8 @@ func (r *Reconciler) Flows(kind Kind) []of.Flow {
 func (r *Reconciler) Has(o Owner) bool {
 	r.mu.Lock()
 	defer r.mu.Unlock()
-	return r.state.FlowCount(o) > 0 || len(r.state.groups[o]) > 0
+	os := r.state.owners[o]
+	return len(os.keys) > 0 || len(os.groups) > 0
 }
 
 // startedCategories returns the categories of the started writers, sorted; call with mu held.

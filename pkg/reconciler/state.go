@@ -31,6 +31,12 @@ type flowEntry struct {
 	owners []wantedFlow
 }
 
+// ownerState is what one owner has installed: the keys of the flows it wants and its groups.
+type ownerState struct {
+	keys   []string
+	groups []*of.Group
+}
+
 // winner returns the owner whose content is installed (of a resolved entry).
 func (e *flowEntry) winner() Owner { return e.owners[0].owner }
 
@@ -58,9 +64,9 @@ func (e *flowEntry) drop(o Owner) {
 // owner's flow keys, and each owner's groups. It changes only through a committed Txn, after
 // OVS accepted the bundle. It has no lock: its user serializes writes and reads (Reconciler).
 type State struct {
-	flows  map[string]*flowEntry
-	owned  map[Owner][]string
-	groups map[Owner][]*of.Group
+	flows map[string]*flowEntry
+	// owners holds each owner's flow keys and groups (one map: an owner is a 24-byte key).
+	owners map[Owner]ownerState
 	// perCategory counts the installed flows by cookie category (Verify), perTable by table
 	// (the healer's table check).
 	perCategory map[pipeline.Category]int
@@ -82,8 +88,7 @@ func NewState(rank RankFunc) *State {
 	}
 	return &State{
 		flows:         map[string]*flowEntry{},
-		owned:         map[Owner][]string{},
-		groups:        map[Owner][]*of.Group{},
+		owners:        map[Owner]ownerState{},
 		perCategory:   map[pipeline.Category]int{},
 		perTable:      map[uint8]int{},
 		groupsPerKind: map[Kind]int{},
@@ -116,7 +121,7 @@ func (s *State) Len() int { return len(s.flows) }
 
 // FlowCount returns how many flows an owner has installed or wants (a lost contested key
 // counts).
-func (s *State) FlowCount(o Owner) int { return len(s.owned[o]) }
+func (s *State) FlowCount(o Owner) int { return len(s.owners[o].keys) }
 
 // GroupCount returns how many groups are installed.
 func (s *State) GroupCount() int {
@@ -135,7 +140,7 @@ func (s *State) PerCategory(c pipeline.Category) int { return s.perCategory[c] }
 
 // OwnerFlows calls f with every installed flow under a key o wants (the winner's content).
 func (s *State) OwnerFlows(o Owner, f func(*of.Flow)) {
-	for _, key := range s.owned[o] {
+	for _, key := range s.owners[o].keys {
 		if e := s.flows[key]; e != nil {
 			f(e.flow)
 		}
@@ -143,7 +148,7 @@ func (s *State) OwnerFlows(o Owner, f func(*of.Flow)) {
 }
 
 // OwnerGroups returns o's installed groups (shared: not to be modified).
-func (s *State) OwnerGroups(o Owner) []*of.Group { return s.groups[o] }
+func (s *State) OwnerGroups(o Owner) []*of.Group { return s.owners[o].groups }
 
 // EachFlow calls f with every installed flow and the owner whose content it is (shared: not to
 // be modified).
@@ -155,8 +160,8 @@ func (s *State) EachFlow(f func(Owner, *of.Flow)) {
 
 // EachGroup calls f with every installed group and its owner (shared: not to be modified).
 func (s *State) EachGroup(f func(Owner, *of.Group)) {
-	for o, gs := range s.groups {
-		for _, g := range gs {
+	for o, os := range s.owners {
+		for _, g := range os.groups {
 			f(o, g)
 		}
 	}
@@ -213,11 +218,11 @@ func (s *State) ReplayOps(round uint16, cats []pipeline.Category, mine func(Owne
 			Cookie: pipeline.Cookie(round, c, 0), CookieMask: pipeline.RoundMask | pipeline.CategoryMask}})
 	}
 	var adds []of.Op
-	for _, o := range sortedOwners(s.groups) {
+	for _, o := range sortedOwners(s.owners) {
 		if !mine(o) {
 			continue
 		}
-		for _, g := range s.groups[o] {
+		for _, g := range s.owners[o].groups {
 			ops = append(ops, of.Op{Kind: of.DeleteGroup, Group: &of.Group{ID: g.ID}})
 			adds = append(adds, of.Op{Kind: of.AddGroup, Group: g})
 		}

@@ -10,12 +10,11 @@ import (
 // Txn stages changes to a State. Nothing in the state changes until Commit; Ops returns the net
 // difference between the state and the staged result.
 type Txn struct {
-	st     *State
-	flows  map[string]*flowEntry // staged entries; nil value = deleted
-	owned  map[Owner][]string    // staged owned keys; nil value = owner gone
-	groups map[Owner][]*of.Group // staged groups
-	// touchedGroups preserves which owners' groups were set, including to nil.
-	touchedGroups map[Owner]bool
+	st    *State
+	flows map[string]*flowEntry // staged entries; nil value = deleted
+	// staged are the owners set, with their keys and groups after the commit (both empty: the
+	// owner goes).
+	staged map[Owner]ownerState
 	// droppedBy lists, per staged key, the owners whose set let go of it: the owners of its
 	// delete op, if the key ends up deleted (an add's owner is the key's winner).
 	droppedBy map[string][]Owner
@@ -36,8 +35,7 @@ type Txn struct {
 
 // Begin starts a transaction over s.
 func (s *State) Begin() *Txn {
-	return &Txn{st: s, flows: map[string]*flowEntry{}, owned: map[Owner][]string{}, groups: map[Owner][]*of.Group{},
-		touchedGroups: map[Owner]bool{}, droppedBy: map[string][]Owner{}}
+	return &Txn{st: s, flows: map[string]*flowEntry{}, staged: map[Owner]ownerState{}, droppedBy: map[string][]Owner{}}
 }
 
 func (t *Txn) entry(key string) *flowEntry {
@@ -54,10 +52,10 @@ func (t *Txn) entry(key string) *flowEntry {
 }
 
 func (t *Txn) ownedKeys(o Owner) []string {
-	if k, ok := t.owned[o]; ok {
-		return k
+	if os, ok := t.staged[o]; ok {
+		return os.keys
 	}
-	return t.st.owned[o]
+	return t.st.owners[o].keys
 }
 
 // Set replaces everything an owner has with groups and flows. No groups and no flows remove
@@ -111,10 +109,10 @@ func (t *Txn) ReplaceKind(kind Kind, cats []pipeline.Category) {
 			t.entry(key)
 		}
 	}
-	for o := range t.st.owned {
+	for o := range t.st.owners {
 		mark(o)
 	}
-	for o := range t.owned {
+	for o := range t.staged {
 		mark(o)
 	}
 }
@@ -171,15 +169,13 @@ func (t *Txn) SetKeyed(o Owner, groups []*of.Group, flows []of.Flow, keys []stri
 	if len(newKeys) == 0 {
 		newKeys = nil
 	}
-	t.owned[o] = newKeys
-	t.groups[o] = groups
-	t.touchedGroups[o] = true
+	t.staged[o] = ownerState{keys: newKeys, groups: groups}
 }
 
 // StagedGroupIDs calls f with the ID of every group the transaction sets.
 func (t *Txn) StagedGroupIDs(f func(uint32)) {
-	for _, gs := range t.groups {
-		for _, g := range gs {
+	for _, os := range t.staged {
+		for _, g := range os.groups {
 			f(g.ID)
 		}
 	}
@@ -265,19 +261,15 @@ func (t *Txn) Commit() {
 			}
 		}
 	}
-	for o, keys := range t.owned {
-		if keys == nil {
-			delete(t.st.owned, o)
-		} else {
-			t.st.owned[o] = keys
+	for o, os := range t.staged {
+		t.st.groupsPerKind[o.Kind] += len(os.groups) - len(t.st.owners[o].groups)
+		if len(os.groups) == 0 {
+			os.groups = nil
 		}
-	}
-	for o := range t.touchedGroups {
-		t.st.groupsPerKind[o.Kind] += len(t.groups[o]) - len(t.st.groups[o])
-		if gs := t.groups[o]; len(gs) > 0 {
-			t.st.groups[o] = gs
+		if os.keys == nil && os.groups == nil {
+			delete(t.st.owners, o)
 		} else {
-			delete(t.st.groups, o)
+			t.st.owners[o] = os
 		}
 	}
 }

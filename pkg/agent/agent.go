@@ -79,7 +79,7 @@ func Setup(ctx context.Context, cfg *config.AgentConfig, events proxy.EventSink)
 	// One reconciler per bridge: the gateway, the CNI server and the proxier install their
 	// flows and groups through it, and it verifies and replays them (the healer's owner).
 	bridgeState, err := reconciler.New(reconciler.Options{Bridge: of, Round: opts.Round,
-		Writers: []reconciler.Writer{GatewayWriter, server.PodWriter}})
+		Writers: []reconciler.Writer{GatewayWriter(), server.PodWriter()}})
 	if err != nil {
 		db.Close()
 		return nil, err

@@ -33,10 +33,12 @@ func (d *DataPath) gatewayFlows() []openflow.Flow {
 
 // GatewayWriter is the gateway as a writer of the bridge (reconciler.Options.Writers): one
 // owner, gatewayFlowOwner, of gateway-category flows.
-var GatewayWriter = reconciler.Writer{Kind: reconciler.KindGateway, Categories: []pipeline.Category{pipeline.CategoryGateway}}
+func GatewayWriter() reconciler.Writer {
+	return reconciler.Writer{Kind: reconciler.KindGateway, Categories: []pipeline.Category{pipeline.CategoryGateway}}
+}
 
 // gatewayFlowOwner owns the gateway's flows.
-var gatewayFlowOwner = reconciler.Owner{Kind: reconciler.KindGateway}
+func gatewayFlowOwner() reconciler.Owner { return reconciler.Owner{Kind: reconciler.KindGateway} }
 
 // setupGateway gives the gateway its addresses, turns forwarding on, keeps the host from
 // answering pods' ARP requests on their own interfaces (nodenet.Host.RestrictPodARP) and
@@ -79,7 +81,7 @@ func (s *gatewayFlowSet) install(ctx context.Context, r *reconciler.Reconciler, 
 	defer s.mu.Unlock()
 	b := r.Begin()
 	b.First(reconciler.KindGateway)
-	b.Set(gatewayFlowOwner, nil, flows)
+	b.Set(gatewayFlowOwner(), nil, flows)
 	if err := b.Commit(ctx); err != nil {
 		return fmt.Errorf("installing gateway flows: %w", err)
 	}
@@ -103,7 +105,7 @@ func (d *DataPath) reconciler() (*reconciler.Reconciler, error) {
 	defer d.gwFlows.mu.Unlock()
 	if d.gwFlows.bridge == nil {
 		r, err := reconciler.New(reconciler.Options{Bridge: d.opts.Bridge, Round: d.round,
-			Writers: []reconciler.Writer{GatewayWriter, server.PodWriter}})
+			Writers: []reconciler.Writer{GatewayWriter(), server.PodWriter()}})
 		if err != nil {
 			return nil, err
 		}

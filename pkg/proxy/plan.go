@@ -34,7 +34,7 @@ func buildPlan(b *reconciler.Batch, installed map[types.NamespacedName][]owner, 
 	pl := &plan{newOwners: make(map[types.NamespacedName][]owner, len(in.names)),
 		included: make([]types.NamespacedName, 0, len(in.names))}
 	if in.setBase {
-		tx.Set(baseOwner, nil, in.base)
+		tx.Set(baseOwner(), nil, in.base)
 	}
 	for _, nn := range in.names {
 		if exclude.Has(nn) {

@@ -112,7 +112,7 @@ func (p *Proxier) updateProblems(now time.Time) []serviceEvent {
 			switch {
 			case winner.Kind == reconciler.KindServicePort:
 				by = p.ownerMeta[winner].name.String()
-			case winner != baseOwner:
+			case winner != baseOwner():
 				by = "the " + winner.Kind.String() + "'s flows"
 			}
 			lost[nn] = append(lost[nn], fmt.Sprintf("%s is programmed for %s", key, by))

@@ -99,11 +99,11 @@ func nodeZone(n *v1.Node) string {
 
 // owner names who owns a set of flows and groups in the installed state: one Service port in
 // one family (reconciler.KindServicePort, "ns/name:port/TCP/v4", holding its cluster group
-// and, with a Local traffic policy, its local group), or baseOwner for node-level flows.
+// and, with a Local traffic policy, its local group), or baseOwner() for node-level flows.
 type owner = reconciler.Owner
 
 // baseOwner owns the node-level flows.
-var baseOwner = owner{Kind: reconciler.KindNode}
+func baseOwner() owner { return owner{Kind: reconciler.KindNode} }
 
 func ownerOf(name model.ServicePortName, ipv6 bool) owner {
 	if ipv6 {

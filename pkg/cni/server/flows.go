@@ -12,7 +12,9 @@ import (
 
 // PodWriter is the CNI server as a writer of the bridge (reconciler.Options.Writers): one
 // owner per pod, keyed by its OpenFlow port, of pod-category flows.
-var PodWriter = reconciler.Writer{Kind: reconciler.KindPod, Categories: []pipeline.Category{pipeline.CategoryPod}}
+func PodWriter() reconciler.Writer {
+	return reconciler.Writer{Kind: reconciler.KindPod, Categories: []pipeline.Category{pipeline.CategoryPod}}
+}
 
 // podOwner owns the flows of the pod on OpenFlow port port.
 func podOwner(port uint32) reconciler.Owner {
@@ -21,7 +23,7 @@ func podOwner(port uint32) reconciler.Owner {
 
 // newReconciler returns the server's own reconciler over bridge, when Options gives none.
 func newReconciler(bridge openflow.Bridge, round uint16) (*reconciler.Reconciler, error) {
-	return reconciler.New(reconciler.Options{Bridge: bridge, Round: round, Writers: []reconciler.Writer{PodWriter}})
+	return reconciler.New(reconciler.Options{Bridge: bridge, Round: round, Writers: []reconciler.Writer{PodWriter()}})
 }
 
 // Reconciler returns the reconciler the server installs its flows through: it verifies and

@@ -76,7 +76,7 @@ type Options struct {
 	// Reporter, if set, is told about quarantined files and state kept in memory only.
 	Reporter Reporter
 	// Reconciler is the bridge's reconciler (one per bridge, shared with its other writers),
-	// with PodWriter among its writers and this Round; nil means one of the server's own over
+	// with PodWriter() among its writers and this Round; nil means one of the server's own over
 	// the bridge given to New.
 	Reconciler *reconciler.Reconciler
 }

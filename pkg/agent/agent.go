@@ -14,6 +14,7 @@ import (
 	"k8s.io/klog/v2"
 
 	"github.com/antrea-proxy/antrea-proxy/pkg/agent/apiserver"
+	"github.com/antrea-proxy/antrea-proxy/pkg/cni/server"
 	"github.com/antrea-proxy/antrea-proxy/pkg/config"
 	"github.com/antrea-proxy/antrea-proxy/pkg/ovs/conntrack"
 	"github.com/antrea-proxy/antrea-proxy/pkg/ovs/openflow"
@@ -23,6 +24,7 @@ import (
 	"github.com/antrea-proxy/antrea-proxy/pkg/proxy"
 	"github.com/antrea-proxy/antrea-proxy/pkg/proxy/metrics"
 	"github.com/antrea-proxy/antrea-proxy/pkg/proxy/observe"
+	"github.com/antrea-proxy/antrea-proxy/pkg/reconciler"
 )
 
 // Components are the agent's long-lived parts, for callers that want to reach them (the API).
@@ -40,6 +42,9 @@ type Components struct {
 	observers *observers
 	// rejectLimits installs the reject meters; nil when they could not be.
 	rejectLimits *rejectLimits
+	// bridgeState is the bridge's reconciler: the installed flows and groups of the gateway,
+	// the pods and the proxier (when AntreaProxy is enabled).
+	bridgeState *reconciler.Reconciler
 }
 
 // Setup connects to OVS, ensures the bridge and builds the proxier. events receives the
@@ -71,10 +76,24 @@ func Setup(ctx context.Context, cfg *config.AgentConfig, events proxy.EventSink)
 		db.Close()
 		return nil, err
 	}
+	// One reconciler per bridge: the gateway, the CNI server and the proxier install their
+	// flows and groups through it, and it verifies and replays them (the healer's owner).
+	bridgeState, err := reconciler.New(reconciler.Options{Bridge: of, Round: opts.Round,
+		Writers: []reconciler.Writer{GatewayWriter(), server.PodWriter()}})
+	if err != nil {
+		db.Close()
+		return nil, err
+	}
 	dp, err := setupDataPath(ctx, cfg, db, of, &opts)
 	if err != nil {
 		db.Close()
 		return nil, err
+	}
+	if dp != nil {
+		dp.useReconciler(bridgeState)
+	}
+	if cfg.AntreaProxy.Enabled() {
+		opts.Reconciler = bridgeState // disabled, the proxier never syncs: not a writer
 	}
 	opts.Events = events
 	limits := setupRateLimits(ctx, cfg, db, of, &opts)
@@ -91,7 +110,8 @@ func Setup(ctx context.Context, cfg *config.AgentConfig, events proxy.EventSink)
 		db.Close()
 		return nil, err
 	}
-	return &Components{OVSDB: db, Bridge: of, nativeOF: nativeOF, Proxier: p, DataPath: dp, observers: obs, rejectLimits: limits}, nil
+	return &Components{OVSDB: db, Bridge: of, nativeOF: nativeOF, Proxier: p, DataPath: dp, observers: obs, rejectLimits: limits,
+		bridgeState: bridgeState}, nil
 }
 
 // flowBridge is what the agent's components need of the OpenFlow backend: Apply and dumps

@@ -18,6 +18,10 @@ import (
 // it restores the pods of an earlier run, then answers on the CNI socket until ctx is done.
 func (d *DataPath) startCNI(ctx context.Context) error {
 	nn := d.cfg.NodeNetwork
+	bridgeState, err := d.reconciler()
+	if err != nil {
+		return err
+	}
 	srv, err := server.New(server.Options{
 		Bridge:                   d.cfg.OVSBridge,
 		PodCIDRs:                 d.podCIDRs,
@@ -28,6 +32,7 @@ func (d *DataPath) startCNI(ctx context.Context) error {
 		Round:                    d.round,
 		DisableTXChecksumOffload: d.cfg.OVSDatapathType == config.DatapathNetdev,
 		Reporter:                 d.opts.CNI.Reporter,
+		Reconciler:               bridgeState,
 	}, d.opts.OVSDB, d.opts.Bridge, &podnet.Netlink{HostNetNS: d.opts.HostNetNS})
 	if err != nil {
 		return err

@@ -81,12 +81,13 @@ func (g flowRestoreGate) run(ctx context.Context) {
 	}
 }
 
-// boundedReplay is the proxier as the healer's owner, with a bound on how long a replay after
-// an OpenFlow reset holds up flow-restore-wait (the healer clears it after every owner has
-// replayed): a replay that fails, or waits behind a long sync, for longer than timeout is given
-// up on (reported as done), so the healer clears flow-restore-wait once the gateway and pod
-// flows are back. A replay given up on is not lost: one still running finishes on its own,
-// and one that failed leaves the proxier owing a replay, which its next sync does first.
+// boundedReplay is the bridge's reconciler as the healer's owner, with a bound on how long a
+// replay after an OpenFlow reset holds up flow-restore-wait (the healer clears it after every
+// owner has replayed): a replay that fails, or waits behind a long sync, for longer than
+// timeout is given up on (reported as done), so the healer clears flow-restore-wait; the
+// reconciler replays the gateway's and the pods' flows before the Services'. A replay given up
+// on is not lost: one still running finishes on its own, and one that failed leaves the
+// reconciler owing a replay, which the next batch of any writer does first.
 type boundedReplay struct {
 	healer.TableOwner
 	clock   clock.WithTicker

@@ -14,8 +14,8 @@ import (
 	"github.com/antrea-proxy/antrea-proxy/pkg/ovs/openflow"
 	"github.com/antrea-proxy/antrea-proxy/pkg/ovs/openflow/native"
 	"github.com/antrea-proxy/antrea-proxy/pkg/ovs/openflow/ofctl"
-	"github.com/antrea-proxy/antrea-proxy/pkg/proxy"
 	"github.com/antrea-proxy/antrea-proxy/pkg/proxy/healthcheck"
+	"github.com/antrea-proxy/antrea-proxy/pkg/reconciler"
 )
 
 // ovsConnPollInterval is how often the OpenFlow connection state is copied into the health
@@ -27,17 +27,19 @@ func mgmtSocket(cfg *config.AgentConfig) string {
 	return "unix:" + filepath.Join(cfg.OVSRunDir, cfg.OVSBridge+".mgmt")
 }
 
-// The proxier tells the healer its flows per table, so that the periodic check is one table
-// statistics request (both backends report them).
+// The bridge's reconciler tells the healer its flows per table, so that the periodic check is
+// one table statistics request (both backends report them).
 var (
-	_ healer.TableOwner     = (*proxy.Proxier)(nil)
+	_ healer.TableOwner     = (*reconciler.Reconciler)(nil)
 	_ openflow.TableCounter = (*native.Bridge)(nil)
 	_ openflow.TableCounter = (*ofctl.Bridge)(nil)
 )
 
 // startSelfHealing keeps an OpenFlow connection to the bridge open and runs the healer: when the
-// connection comes back after a loss (ovs-vswitchd restarted) every owner of flows replays what
-// it installed, in order (the reject meters, gateway, pods, Services), and then
+// connection comes back after a loss (ovs-vswitchd restarted) every owner replays what it
+// installed, in order (the reject meters, the gateway device and host routes, then the bridge's
+// reconciler: the flows of the gateway, of the pods, then the Services' flows and groups, one
+// bundle each), and then
 // flow-restore-wait is cleared; the Services' replay holds that up for at most
 // antreaProxy.flowRestoreTimeout (boundedReplay). Every
 // second one table statistics request is compared with what the owners installed per table
@@ -64,13 +66,12 @@ func (c *Components) startSelfHealing(ctx context.Context, cfg *config.AgentConf
 		owners = append(owners, c.rejectLimits) // before any flow that uses its meters and groups
 	}
 	if d := c.DataPath; d != nil {
-		owners = append(owners, gatewayOwner{d})
-		if cni := d.CNIServer(); cni != nil {
-			owners = append(owners, cni)
-		}
+		owners = append(owners, gatewayHost{d}) // the gateway device before the flows that name it
 	}
 	if cfg.AntreaProxy.Enabled() {
-		owners = append(owners, newBoundedReplay(c.Proxier, clock.RealClock{}, cfg.AntreaProxy.FlowRestoreTimeout.Duration))
+		owners = append(owners, newBoundedReplay(c.bridgeState, clock.RealClock{}, cfg.AntreaProxy.FlowRestoreTimeout.Duration))
+	} else {
+		owners = append(owners, c.bridgeState)
 	}
 	db := c.OVSDB
 	h := healer.New(healer.Options{

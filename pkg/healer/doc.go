@@ -1,7 +1,9 @@
 // Package healer keeps what the agent installed in Open vSwitch installed.
 //
-// Every writer of the bridge (the gateway flows, the CNI server's pod flows, the proxier) is an
-// Owner. The Healer replays every owner, in order, when the OpenFlow connection monitor reports
+// The healer decides when to check and when to replay; what is installed, and how to verify and
+// replay it, is the owners'. The agent's owners are the reject meters, the gateway's host side
+// and the bridge's reconciler (pkg/reconciler), which holds the flows and groups of every writer
+// of the bridge (the gateway, the CNI server's pods, the proxier). The Healer replays every owner, in order, when the OpenFlow connection monitor reports
 // that ovs-vswitchd came back after a loss (a restarted vswitchd holds no flows), retrying the
 // owners that fail with backoff until all succeed, and then runs Options.AfterReplayAll (the
 // agent clears other_config:flow-restore-wait there).

@@ -15,7 +15,7 @@ import (
 
 // Owner is one writer of the bridge whose flows and groups the Healer keeps installed.
 type Owner interface {
-	// Name identifies the owner in logs and metrics ("gateway", "pods", "proxier").
+	// Name identifies the owner in logs and metrics ("reject-limits", "gateway", "bridge").
 	Name() string
 	// Verify compares what OVS holds (counted through c, cheap) with what the owner believes it
 	// installed; false = mismatch, replay needed. It must not report a mismatch because an Apply of
@@ -65,7 +65,8 @@ type Options struct {
 	// Counter counts the flows on the bridge (passed to every Owner's Verify) and reads its
 	// table statistics (the cheap periodic check). Nil disables the periodic check.
 	Counter Counter
-	// Owners are replayed in this order (gateway, pods, proxier).
+	// Owners are replayed in this order (the reject meters, the gateway's host side, the
+	// bridge's reconciler).
 	Owners []Owner
 	// Resets receives a value every time the OpenFlow connection to ovs-vswitchd is back after
 	// a loss (the connection monitor). Nil means no resets.
@@ -145,7 +146,8 @@ func (h *Healer) Run(ctx context.Context) {
 // ReplayAll replays every owner in order, retrying the failed ones with backoff until all
 // succeed, then runs AfterReplayAll. It returns only when that is done (nil) or ctx is done
 // (ctx's error). The agent calls it once its owners have installed their start-up state (the
-// proxier's Replay is a no-op before its first sync), for example to clear flow-restore-wait.
+// reconciler's Replay installs only the node-level flows before the proxier's first sync), for
+// example to clear flow-restore-wait.
 func (h *Healer) ReplayAll(ctx context.Context) error {
 	return h.replayAll(ctx, TriggerStartup)
 }

@@ -18,6 +18,7 @@ import (
 
 	of "github.com/antrea-proxy/antrea-proxy/pkg/ovs/openflow"
 	"github.com/antrea-proxy/antrea-proxy/pkg/ovs/openflow/ofctl"
+	"github.com/antrea-proxy/antrea-proxy/pkg/reconciler"
 	"github.com/antrea-proxy/antrea-proxy/test/ovssandbox"
 )
 
@@ -212,13 +213,16 @@ func BenchmarkReplay10k(b *testing.B) {
 	b.Logf("installed 10,000 Services x 10 endpoints in %v", time.Since(start))
 
 	goStart := time.Now()
-	ops := p.state.replayOps(p.round)
+	var ops []of.Op
+	var flows int
+	p.bridgeState.Read(func(st *reconciler.State) {
+		ops, flows = st.ReplayOps(p.round, ourCategories, isProxierOwner), st.Len()
+	})
 	planned := time.Since(goStart)
 	if err := real.WriteBundle(io.Discard, ops); err != nil {
 		b.Fatal(err)
 	}
 	goSide := fmt.Sprintf("replayOps %v, WriteBundle to io.Discard %v", planned, time.Since(goStart)-planned)
-	flows := len(p.state.flows)
 	full, fullSize := rawBundle(b, real, ops, "replay.bundle")
 	trimmedOps := withoutKinds(ops, of.DeleteGroup)
 	trimmed, trimmedSize := rawBundle(b, real, trimmedOps, "replay-nodelete.bundle")
@@ -248,7 +252,7 @@ func BenchmarkReplay10k(b *testing.B) {
 					b.StartTimer()
 					defer b.StopTimer()
 					t0 := time.Now()
-					if err := p.Replay(context.Background()); err != nil {
+					if err := p.Reconciler().Replay(context.Background()); err != nil {
 						b.Fatal(err)
 					}
 					return time.Since(t0)

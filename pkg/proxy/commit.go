@@ -17,8 +17,6 @@ import (
 func (p *Proxier) commit(in *syncInput, pl *plan, rejected map[types.NamespacedName]string) (bool, []serviceEvent) {
 	p.mu.Lock()
 	defer p.mu.Unlock()
-	pl.tx.commit()
-	p.endApplyLocked()
 	udp := p.collectSelected(in, pl)
 	for _, o := range pl.released {
 		p.groups.release(o)

@@ -13,6 +13,7 @@ import (
 	"github.com/antrea-proxy/antrea-proxy/pkg/model"
 	of "github.com/antrea-proxy/antrea-proxy/pkg/ovs/openflow"
 	"github.com/antrea-proxy/antrea-proxy/pkg/pipeline"
+	"github.com/antrea-proxy/antrea-proxy/pkg/reconciler"
 )
 
 // desired is what one Service needs: per owner, its group and flows.
@@ -31,7 +32,7 @@ type desired struct {
 	// both are set), what the plan stages; keys and sums are its flows' keys and digests.
 	all  []of.Flow
 	keys []string
-	sums []flowSum
+	sums []reconciler.Sum
 }
 
 // parallelMin is the number of Services per worker from which a sync computes them on several
@@ -148,7 +149,7 @@ func (c *computation) fill(j *svcJob) {
 		d.flows = pipeline.ServicePort(c.node, pipeline.ServicePortInput{Port: d.port, Endpoints: d.endpoints,
 			IPv6: d.ipv6, GroupID: d.clusterGID, LocalGroupID: d.localGID,
 			SubGroupIDs: d.subGIDs, LocalSubGroupIDs: d.localSubGIDs, RejectOtherPorts: first})
-		d.stage(c.p.state)
+		d.stage(c.p.bridgeState)
 	}
 }
 
@@ -174,7 +175,7 @@ func (c *computation) owners(nn types.NamespacedName, created time.Time, ports [
 }
 
 // stage readies d's flows for the plan: all, and the keys and digests of its flows.
-func (d *desired) stage(st *flowState) {
+func (d *desired) stage(st *reconciler.Reconciler) {
 	d.all = d.flows.Flows
 	if len(d.flows.EndpointFlows) > 0 {
 		nf := len(d.flows.Flows)
@@ -186,5 +187,5 @@ func (d *desired) stage(st *flowState) {
 		}
 		d.all = all
 	}
-	d.keys, d.sums = st.keysOf(d.all)
+	d.keys, d.sums = st.KeysOf(d.all)
 }

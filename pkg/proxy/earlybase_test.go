@@ -32,7 +32,7 @@ func TestInstallBaseFlowsBeforeFirstSync(t *testing.T) {
 	}
 
 	h.bridge.Reset()
-	require.NoError(t, h.p.Replay(t.Context()))
+	require.NoError(t, h.p.Reconciler().Replay(t.Context()))
 	require.Equal(t, early, h.bridge.Dump(), "a replay before the first sync installs the node-level flows")
 
 	h.addService(svc)

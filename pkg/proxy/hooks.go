@@ -13,6 +13,7 @@ import (
 // health checks). Call it on the sync goroutine, after the installed state was committed or,
 // on failure, left alone; computed holds every Service the sync recomputed (nil or empty = gone).
 func (p *Proxier) syncResult(start time.Time, full bool, drained tracker.Drained, computed map[types.NamespacedName][]desired, err error) observe.SyncResult {
+	flows, groups := p.installedCounts()
 	res := observe.SyncResult{
 		Start:           start,
 		Duration:        p.opts.Clock.Since(start),
@@ -21,8 +22,8 @@ func (p *Proxier) syncResult(start time.Time, full bool, drained tracker.Drained
 		ServiceChanges:  len(drained.ServiceChanges),
 		EndpointChanges: drained.DirtyEndpoints.Len(),
 		TriggerTimes:    drained.TriggerTimes,
-		Flows:           len(p.state.flows),
-		Groups:          p.state.groupCount(),
+		Flows:           flows,
+		Groups:          groups,
 		NodeAddresses:   p.nodeConfig().NodePortAddresses,
 	}
 	if err != nil {

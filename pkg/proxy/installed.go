@@ -2,6 +2,7 @@ package proxy
 
 import (
 	of "github.com/antrea-proxy/antrea-proxy/pkg/ovs/openflow"
+	"github.com/antrea-proxy/antrea-proxy/pkg/reconciler"
 )
 
 // InstalledState returns copies of every flow and group the proxier has installed (its base,
@@ -12,15 +13,39 @@ import (
 func (p *Proxier) InstalledState() ([]of.Flow, []of.Group) {
 	p.mu.Lock()
 	defer p.mu.Unlock()
-	flows := make([]of.Flow, 0, len(p.state.flows))
-	for _, e := range p.state.flows {
-		flows = append(flows, *e.flow)
-	}
-	groups := make([]of.Group, 0, p.state.groupCount())
-	for _, gs := range p.state.groups {
-		for _, g := range gs {
-			groups = append(groups, *g)
-		}
-	}
+	var flows []of.Flow
+	var groups []of.Group
+	p.bridgeState.Read(func(st *reconciler.State) {
+		flows = make([]of.Flow, 0, proxierFlows(st))
+		st.EachFlow(func(o reconciler.Owner, f *of.Flow) {
+			if isProxierOwner(o) {
+				flows = append(flows, *f)
+			}
+		})
+		groups = make([]of.Group, 0, st.GroupCount())
+		st.EachGroup(func(o reconciler.Owner, g *of.Group) {
+			if isProxierOwner(o) {
+				groups = append(groups, *g)
+			}
+		})
+	})
 	return flows, groups
+}
+
+// installedCounts returns how many flows and groups the proxier has installed.
+func (p *Proxier) installedCounts() (flows, groups int) {
+	p.bridgeState.Read(func(st *reconciler.State) {
+		flows = proxierFlows(st)
+		groups = st.GroupCountOf(reconciler.KindNode) + st.GroupCountOf(reconciler.KindServicePort)
+	})
+	return flows, groups
+}
+
+// proxierFlows counts the proxier's installed flows, by their categories.
+func proxierFlows(st *reconciler.State) int {
+	n := 0
+	for _, c := range ourCategories {
+		n += st.PerCategory(c)
+	}
+	return n
 }

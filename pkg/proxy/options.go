@@ -13,6 +13,7 @@ import (
 	"github.com/antrea-proxy/antrea-proxy/pkg/model"
 	of "github.com/antrea-proxy/antrea-proxy/pkg/ovs/openflow"
 	"github.com/antrea-proxy/antrea-proxy/pkg/proxy/observe"
+	"github.com/antrea-proxy/antrea-proxy/pkg/reconciler"
 )
 
 // Bridge is what the proxier needs of the OpenFlow backend: Apply and dumps, flow counts (to
@@ -83,6 +84,10 @@ type Options struct {
 	// group buckets, estimated before anything is built) one Service, and all the Services
 	// admitted together, may cost; 0 means the configuration's default.
 	MaxFlowsPerService, MaxFlows int
+	// Reconciler is the bridge's reconciler (one per bridge, shared with the gateway and the
+	// CNI server), of round Round; the proxier adds its writers (Writers) to it. Nil means one
+	// of the proxier's own over the bridge given to New.
+	Reconciler *reconciler.Reconciler
 }
 
 func (o *Options) defaults() {

@@ -2,6 +2,7 @@ package proxy
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"slices"
 
@@ -10,11 +11,11 @@ import (
 	"k8s.io/klog/v2"
 
 	of "github.com/antrea-proxy/antrea-proxy/pkg/ovs/openflow"
+	"github.com/antrea-proxy/antrea-proxy/pkg/reconciler"
 )
 
 // plan is one bundle and what committing it changes.
 type plan struct {
-	tx  *txn
 	ops []of.Op
 	// by holds, per op, the owners it is done for (nil: node-level or clean-up).
 	by [][]owner
@@ -25,14 +26,15 @@ type plan struct {
 	released []owner
 }
 
-// buildPlan stages in's changes, leaving out the Services in exclude, over st (which it does
-// not change); installed holds each Service's owners as committed. It is pure.
-func buildPlan(st *flowState, installed map[types.NamespacedName][]owner, in *syncInput, exclude sets.Set[types.NamespacedName]) *plan {
-	tx := st.begin()
-	pl := &plan{tx: tx, newOwners: make(map[types.NamespacedName][]owner, len(in.names)),
+// buildPlan stages in's changes, leaving out the Services in exclude, in b (a batch over the
+// installed state, which it does not change); installed holds each Service's owners as
+// committed. It is pure.
+func buildPlan(b *reconciler.Batch, installed map[types.NamespacedName][]owner, in *syncInput, exclude sets.Set[types.NamespacedName]) *plan {
+	tx := b.Txn()
+	pl := &plan{newOwners: make(map[types.NamespacedName][]owner, len(in.names)),
 		included: make([]types.NamespacedName, 0, len(in.names))}
 	if in.setBase {
-		tx.set(baseOwner, nil, in.base)
+		tx.Set(baseOwner(), nil, in.base)
 	}
 	for _, nn := range in.names {
 		if exclude.Has(nn) {
@@ -45,7 +47,7 @@ func buildPlan(st *flowState, installed map[types.NamespacedName][]owner, in *sy
 			owners = make([]owner, 0, len(want))
 		}
 		for _, d := range want {
-			tx.setKeyed(d.owner, d.flows.Groups, d.all, d.keys, d.sums)
+			tx.SetKeyed(d.owner, d.flows.Groups, d.all, d.keys, d.sums)
 			owners = append(owners, d.owner)
 		}
 		if owners != nil {
@@ -53,33 +55,29 @@ func buildPlan(st *flowState, installed map[types.NamespacedName][]owner, in *sy
 		}
 		for _, o := range installed[nn] {
 			if !slices.Contains(owners, o) {
-				tx.set(o, nil, nil)
+				tx.Delete(o)
 				pl.released = append(pl.released, o)
 			}
 		}
 	}
 	if in.first {
-		tx.extraDeletes = in.stale
-		tx.preDeletes = in.staleCurrent
-		tx.preDeleteGroups = firstBundleGroupDeletes(tx, in.staleGroups)
+		tx.ExtraDeletes = in.stale
+		tx.PreDeletes = in.staleCurrent
+		tx.PreDeleteGroups = firstBundleGroupDeletes(tx, in.staleGroups)
 	}
-	pl.ops, pl.by = tx.ops()
+	pl.ops, pl.by = b.Ops()
 	return pl
 }
 
 // firstBundleGroupDeletes returns the group IDs the first bundle of a run deletes before adding
 // anything: those earlier runs' flows use and those it adds, so that its outcome never depends
 // on which groups OVS still holds (deleting a missing group is a no-op).
-func firstBundleGroupDeletes(tx *txn, earlier []uint32) []uint32 {
+func firstBundleGroupDeletes(tx *reconciler.Txn, earlier []uint32) []uint32 {
 	ids := map[uint32]bool{}
 	for _, id := range earlier {
 		ids[id] = true
 	}
-	for _, gs := range tx.groups {
-		for _, g := range gs {
-			ids[g.ID] = true
-		}
-	}
+	tx.StagedGroupIDs(func(id uint32) { ids[id] = true })
 	out := make([]uint32, 0, len(ids))
 	for id := range ids {
 		out = append(out, id)
@@ -88,17 +86,17 @@ func firstBundleGroupDeletes(tx *txn, earlier []uint32) []uint32 {
 	return out
 }
 
-// rejectedServices returns the Services whose op err names; nil when err names no op, or one
-// done for the node-level flows or the clean-up (then the whole sync fails).
-func (p *Proxier) rejectedServices(pl *plan, err error) []types.NamespacedName {
-	idx, ok := of.RejectedOpIndex(err)
-	if !ok || idx < 0 || idx >= len(pl.by) || len(pl.by[idx]) == 0 {
+// rejectedServices returns the Services of the owners a rejected bundle names; nil when err is
+// not a rejection of an op of Services' owners (then the whole sync fails).
+func (p *Proxier) rejectedServices(err error) []types.NamespacedName {
+	var rej *reconciler.RejectedError
+	if !errors.As(err, &rej) || len(rej.Owners) == 0 {
 		return nil
 	}
 	seen := sets.New[types.NamespacedName]()
-	for _, o := range pl.by[idx] {
+	for _, o := range rej.Owners {
 		info, ok := p.ownerMeta[o]
-		if o == baseOwner || !ok {
+		if o.Kind != reconciler.KindServicePort || !ok {
 			return nil
 		}
 		seen.Insert(info.name)
@@ -106,28 +104,31 @@ func (p *Proxier) rejectedServices(pl *plan, err error) []types.NamespacedName {
 	return sortedNames(seen)
 }
 
-// planAndApply plans and applies in. When OVS rejects an op of a Service, that Service is left
-// out and the rest is re-planned and applied, while that makes progress; rejected returns the
-// Services left out with OVS's error.
+// planAndApply plans and applies in, in one batch of the bridge's reconciler per attempt. When
+// OVS rejects an op of a Service, that Service is left out and the rest is re-planned and
+// applied, while that makes progress; rejected returns the Services left out with OVS's error.
+// The installed state is committed by the batch; the rest of the commit is p.commit's.
 func (p *Proxier) planAndApply(ctx context.Context, in *syncInput) (*plan, map[types.NamespacedName]string, error) {
 	exclude := sets.New[types.NamespacedName]()
 	rejected := map[types.NamespacedName]string{}
 	for {
-		pl := buildPlan(p.state, p.svcOwners, in, exclude)
-		if len(pl.ops) == 0 {
-			return pl, rejected, nil
+		b := p.bridgeState.Begin()
+		pl := buildPlan(b, p.svcOwners, in, exclude)
+		if in.first {
+			b.Start(reconciler.KindNode)
+			b.Start(reconciler.KindServicePort)
 		}
-		err := p.applyOps(ctx, pl.ops, len(pl.included), in.full)
+		err := p.commitBatch(ctx, b, len(pl.ops), len(pl.included), in.full)
 		if err == nil {
 			return pl, rejected, nil
 		}
 		if p.ovsLostState(ctx) {
 			// Not the Services' fault: ovs-vswitchd restarted or the bridge was flushed, and the
 			// ops met groups or flows that are gone. Replay everything before the next sync.
-			p.replayOwed = true
+			p.bridgeState.OweReplay()
 			return nil, nil, fmt.Errorf("OVS lost the proxier's flows; replaying before the next sync: %w", err)
 		}
-		bad := p.rejectedServices(pl, err)
+		bad := p.rejectedServices(err)
 		progress := false
 		for _, nn := range bad {
 			if _, planned := in.computed[nn]; planned && !exclude.Has(nn) {
@@ -143,36 +144,16 @@ func (p *Proxier) planAndApply(ctx context.Context, in *syncInput) (*plan, map[t
 	}
 }
 
-// applyOps sends one bundle; p.mu is not held.
-func (p *Proxier) applyOps(ctx context.Context, ops []of.Op, services int, full bool) error {
-	big := len(ops) >= bigSyncOps
+// commitBatch commits b (its bundle has ops ops); p.mu is not held.
+func (p *Proxier) commitBatch(ctx context.Context, b *reconciler.Batch, ops, services int, full bool) error {
+	big := ops >= bigSyncOps
 	if big {
-		klog.InfoS("Installing a large batch of flows and groups in one bundle", "ops", len(ops), "services", services, "full", full)
+		klog.InfoS("Installing a large batch of flows and groups in one bundle", "ops", ops, "services", services, "full", full)
 	}
 	start := p.opts.Clock.Now()
-	err := p.bridge.Apply(ctx, ops)
+	err := b.Commit(ctx)
 	if big && err == nil {
-		klog.InfoS("Installed the batch", "ops", len(ops), "duration", p.opts.Clock.Since(start))
+		klog.InfoS("Installed the batch", "ops", ops, "duration", p.opts.Clock.Since(start))
 	}
 	return err
-}
-
-// beginApply marks a bundle in flight until endApply or the commit (Verify ignores what it
-// counts meanwhile).
-func (p *Proxier) beginApply() {
-	p.mu.Lock()
-	defer p.mu.Unlock()
-	p.applySeq++
-}
-
-func (p *Proxier) endApply() {
-	p.mu.Lock()
-	defer p.mu.Unlock()
-	p.endApplyLocked()
-}
-
-func (p *Proxier) endApplyLocked() {
-	if p.applySeq%2 == 1 {
-		p.applySeq++
-	}
 }

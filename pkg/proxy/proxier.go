@@ -19,6 +19,7 @@ import (
 	"github.com/antrea-proxy/antrea-proxy/pkg/model"
 	of "github.com/antrea-proxy/antrea-proxy/pkg/ovs/openflow"
 	"github.com/antrea-proxy/antrea-proxy/pkg/proxy/tracker"
+	"github.com/antrea-proxy/antrea-proxy/pkg/reconciler"
 )
 
 // Proxier programs Services into OVS. Create it with New, feed it with informers (Run does that
@@ -65,7 +66,6 @@ type Proxier struct {
 	// (tests).
 	onCompute    func(types.NamespacedName)
 	started      bool
-	replayOwed   bool     // a replay failed: the next sync replays first
 	stale        []of.Op  // deletes of earlier rounds' flows, sent with the first bundle
 	staleCurrent []of.Op  // deletes of flows already in this round, first in the first bundle
 	staleGroups  []uint32 // group IDs earlier runs' flows use, deleted by the first bundle
@@ -82,8 +82,7 @@ type Proxier struct {
 	syncCIDRGen uint64
 	exempt      map[types.NamespacedName][]netip.Addr
 
-	// mu guards everything below. The state is written only under mu by the syncSem holder,
-	// which may read it without mu.
+	// mu guards everything below.
 	mu      sync.Mutex
 	node    *v1.Node
 	nodeGen uint64 // bumped by every node update
@@ -97,14 +96,14 @@ type Proxier struct {
 	committedCIDRs []netip.Prefix
 	// addrIssues are the addresses each committed Service asked for and does not get.
 	addrIssues map[types.NamespacedName][]addrIssue
-	state      *flowState
-	svcOwners  map[types.NamespacedName][]owner
-	status     map[types.NamespacedName]*serviceStatus
-	problems   map[types.NamespacedName]*ServiceProblem
+	// bridgeState is the bridge's reconciler: the installed state of the proxier's owners
+	// (and of the other writers of the bridge), written only by the syncSem holder's batches.
+	bridgeState *reconciler.Reconciler
+	svcOwners   map[types.NamespacedName][]owner
+	status      map[types.NamespacedName]*serviceStatus
+	problems    map[types.NamespacedName]*ServiceProblem
 	// earlyBase is set once InstallBaseFlows ran: the first bundle deletes what it installed.
 	earlyBase bool
-	// applySeq is odd while a bundle is being applied and not yet committed (Verify).
-	applySeq uint64
 	// nodePortAddrs are the NodePort addresses of the committed base flows (NodePortAddresses).
 	nodePortAddrs []netip.Addr
 	// portsGen changes whenever a commit changes what Services() reports of the Service ports
@@ -146,7 +145,9 @@ func New(opts Options, bridge Bridge) (*Proxier, error) {
 		exempt:          map[types.NamespacedName][]netip.Addr{},
 		addrIssues:      map[types.NamespacedName][]addrIssue{},
 	}
-	p.state = newFlowState(p.rankOwners)
+	if err := p.useReconciler(opts.Reconciler, bridge); err != nil {
+		return nil, err
+	}
 	p.runner = newRunner(p.syncOnce, opts.MinSyncInterval, opts.FullSyncPeriod, opts.Clock)
 	p.retry = newRetryTimer(opts.Clock, p.runner.Request)
 	return p, nil

@@ -2,6 +2,7 @@ package proxy
 
 import (
 	"fmt"
+	"github.com/antrea-proxy/antrea-proxy/pkg/reconciler"
 	"sort"
 	"sync"
 	"time"
@@ -51,10 +52,11 @@ type ownerInfo struct {
 }
 
 // rankOwners orders owners for a contested flow key: the node-level flows first, then the
-// Service created first, then by namespace/name, then by owner name.
+// Service created first, then by namespace/name, then by owner name. Owners of other writers
+// rank by reconciler.Compare.
 func (p *Proxier) rankOwners(a, b owner) int {
-	if a == baseOwner || b == baseOwner {
-		return compareOwners(a, b)
+	if a.Kind != reconciler.KindServicePort || b.Kind != reconciler.KindServicePort {
+		return reconciler.Compare(a, b)
 	}
 	ia, ib := p.ownerMeta[a], p.ownerMeta[b]
 	switch {
@@ -68,7 +70,7 @@ func (p *Proxier) rankOwners(a, b owner) int {
 		}
 		return 1
 	}
-	return compareOwners(a, b)
+	return reconciler.Compare(a, b)
 }
 
 // quarantineRejected records the Services OVS rejected in this sync; call with p.mu held.
@@ -100,16 +102,22 @@ func (p *Proxier) updateProblems(now time.Time) []serviceEvent {
 		next[nn] = &ServiceProblem{Reason: ProblemOVSRejected, Message: q.msg, Since: q.since, Retries: q.retries, NextRetry: q.next}
 	}
 	lost := map[types.NamespacedName][]string{}
-	for o, keys := range p.state.conflicts {
-		nn := p.ownerMeta[o].name
-		for key, winner := range keys {
+	p.bridgeState.Read(func(st *reconciler.State) {
+		st.Conflicts(func(o owner, key string, winner owner) {
+			if o.Kind != reconciler.KindServicePort {
+				return
+			}
+			nn := p.ownerMeta[o].name
 			by := "the node's base flows"
-			if winner != baseOwner {
+			switch {
+			case winner.Kind == reconciler.KindServicePort:
 				by = p.ownerMeta[winner].name.String()
+			case winner != baseOwner():
+				by = "the " + winner.Kind.String() + "'s flows"
 			}
 			lost[nn] = append(lost[nn], fmt.Sprintf("%s is programmed for %s", key, by))
-		}
-	}
+		})
+	})
 	for nn, msgs := range lost {
 		if next[nn] != nil {
 			continue

@@ -32,7 +32,7 @@ func installReplayServices(t *testing.T, h *harness) {
 
 func mustVerify(t *testing.T, h *harness, want bool, when string) {
 	t.Helper()
-	ok, err := h.p.Verify(context.Background(), h.bridge)
+	ok, err := h.p.Reconciler().Verify(context.Background(), h.bridge)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -57,7 +57,7 @@ func TestVerifyAndReplay(t *testing.T) {
 			tc.lose(h)
 			mustVerify(t, h, false, "after the loss")
 			h.bridge.Reset()
-			if err := h.p.Replay(context.Background()); err != nil {
+			if err := h.p.Reconciler().Replay(context.Background()); err != nil {
 				t.Fatal(err)
 			}
 			if h.bridge.ApplyCount() != 1 {
@@ -68,7 +68,7 @@ func TestVerifyAndReplay(t *testing.T) {
 			}
 			mustVerify(t, h, true, "after the replay")
 			// Replaying an intact bridge changes nothing.
-			if err := h.p.Replay(context.Background()); err != nil {
+			if err := h.p.Reconciler().Replay(context.Background()); err != nil {
 				t.Fatal(err)
 			}
 			if got := h.bridge.Dump(); got != want {
@@ -88,7 +88,7 @@ func TestServiceChangedAfterWipe(t *testing.T) {
 	h.updateService(old, makeService("ns2", "api", "10.96.0.20", withNodePort(30101)))
 	h.addService(makeService("ns3", "new", "10.96.0.30"))
 	h.addSlice(makeSlice("ns3", "new", "new-1", 8080, v1.ProtocolTCP, "http", twoEndpoints()...))
-	if err := h.p.Replay(context.Background()); err != nil {
+	if err := h.p.Reconciler().Replay(context.Background()); err != nil {
 		t.Fatal(err)
 	}
 	h.sync()
@@ -113,7 +113,7 @@ func TestServiceChangedAfterWipe(t *testing.T) {
 // (InstallBaseFlows).
 func TestReplayBeforeFirstSyncInstallsBaseFlowsOnly(t *testing.T) {
 	h := newHarness(t, testOptions())
-	if err := h.p.Replay(context.Background()); err != nil {
+	if err := h.p.Reconciler().Replay(context.Background()); err != nil {
 		t.Fatal(err)
 	}
 	calls := h.bridge.ApplyCalls()
@@ -136,7 +136,7 @@ func TestFailedReplayIsRepeatedByTheNextSync(t *testing.T) {
 	want := h.bridge.Dump()
 	h.bridge.Wipe()
 	h.bridge.FailNextApply(context.DeadlineExceeded)
-	if err := h.p.Replay(context.Background()); err == nil {
+	if err := h.p.Reconciler().Replay(context.Background()); err == nil {
 		t.Fatal("want the injected error")
 	}
 	h.sync()
@@ -148,11 +148,11 @@ func TestFailedReplayIsRepeatedByTheNextSync(t *testing.T) {
 func TestReplayHonoursContext(t *testing.T) {
 	h := newHarness(t, testOptions())
 	installReplayServices(t, h)
-	h.p.syncSem <- struct{}{} // a sync is running
-	defer func() { <-h.p.syncSem }()
+	batch := h.p.Reconciler().Begin() // a sync's bundle is being applied
+	defer batch.Abort()
 	ctx, cancel := context.WithCancel(context.Background())
 	cancel()
-	if err := h.p.Replay(ctx); err == nil {
+	if err := h.p.Reconciler().Replay(ctx); err == nil {
 		t.Fatal("Replay should give up when ctx is done")
 	}
 }

@@ -149,7 +149,7 @@ func TestIntegrationReplayAfterVSwitchdRestart(t *testing.T) {
 	if got := canonicalDump(t, real); got == want {
 		t.Fatal("the restart lost nothing; the test proves nothing")
 	}
-	if err := p.Replay(context.Background()); err != nil {
+	if err := p.Reconciler().Replay(context.Background()); err != nil {
 		t.Fatal(err)
 	}
 	if diff := cmp.Diff(want, canonicalDump(t, real)); diff != "" {

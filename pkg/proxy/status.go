@@ -10,6 +10,7 @@ import (
 
 	"github.com/antrea-proxy/antrea-proxy/pkg/model"
 	of "github.com/antrea-proxy/antrea-proxy/pkg/ovs/openflow"
+	"github.com/antrea-proxy/antrea-proxy/pkg/reconciler"
 )
 
 // serviceStatus is what was installed for one Service at its last sync.
@@ -69,8 +70,14 @@ type ServiceProblem struct {
 
 func (p *Proxier) makeStatus(want []desired, now time.Time) *serviceStatus {
 	st := &serviceStatus{lastSync: now}
-	for _, d := range want {
-		ps := PortStatus{Port: d.port, IPv6: d.ipv6, Flows: p.state.flowCount(d.owner)}
+	flows := make([]int, len(want))
+	p.bridgeState.Read(func(s *reconciler.State) {
+		for i, d := range want {
+			flows[i] = s.FlowCount(d.owner)
+		}
+	})
+	for i, d := range want {
+		ps := PortStatus{Port: d.port, IPv6: d.ipv6, Flows: flows[i]}
 		for _, ep := range d.endpoints {
 			if ep.IP.Is6() != d.ipv6 {
 				continue
@@ -158,14 +165,12 @@ func (p *Proxier) ServiceFlows(nn types.NamespacedName) ([]of.Flow, []of.Group) 
 	var flows []of.Flow
 	var groups []of.Group
 	for _, o := range p.svcOwners[nn] {
-		for _, key := range p.state.owned[o] {
-			if e := p.state.flows[key]; e != nil {
-				flows = append(flows, *e.flow)
+		p.bridgeState.Read(func(st *reconciler.State) {
+			st.OwnerFlows(o, func(f *of.Flow) { flows = append(flows, *f) })
+			for _, g := range st.OwnerGroups(o) {
+				groups = append(groups, *g)
 			}
-		}
-		for _, g := range p.state.groups[o] {
-			groups = append(groups, *g)
-		}
+		})
 	}
 	return flows, groups
 }
@@ -183,19 +188,16 @@ func (p *Proxier) SyncState() (last time.Time, syncs int, err error) {
 func (p *Proxier) ServiceFlowsContain(s string) bool {
 	p.mu.Lock()
 	defer p.mu.Unlock()
-	for _, e := range p.state.flows {
-		if strings.Contains(of.FormatFlow(e.flow), s) {
-			return true
-		}
-	}
-	for _, gs := range p.state.groups {
-		for _, g := range gs {
-			if strings.Contains(of.FormatGroup(g), s) {
-				return true
-			}
-		}
-	}
-	return false
+	found := false
+	p.bridgeState.Read(func(st *reconciler.State) {
+		st.EachFlow(func(o reconciler.Owner, f *of.Flow) {
+			found = found || isProxierOwner(o) && strings.Contains(of.FormatFlow(f), s)
+		})
+		st.EachGroup(func(o reconciler.Owner, g *of.Group) {
+			found = found || isProxierOwner(o) && strings.Contains(of.FormatGroup(g), s)
+		})
+	})
+	return found
 }
 
 // groupsStatus returns the cluster and local group IDs d installed (0 for none) and the

@@ -72,7 +72,7 @@ func TestApplyDoesNotHoldTheLock(t *testing.T) {
 	within(t, 5*time.Second, "SyncState()", func() { _, _, _ = h.p.SyncState() })
 	within(t, 5*time.Second, "ServiceFlows()", func() { h.p.ServiceFlows(types.NamespacedName{Namespace: "ns1", Name: "web"}) })
 	within(t, 5*time.Second, "Verify()", func() {
-		if ok, err := h.p.Verify(context.Background(), h.bridge); err != nil || !ok {
+		if ok, err := h.p.Reconciler().Verify(context.Background(), h.bridge); err != nil || !ok {
 			t.Errorf("Verify during an Apply: got %v, %v; want true (it cannot tell)", ok, err)
 		}
 	})

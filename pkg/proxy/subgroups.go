@@ -10,7 +10,9 @@ import (
 
 // subOwner owns the i-th second-level group of o's group (o is a port's owner or its
 // localOwner). Its group ID is allocated, kept and released like o's.
-func subOwner(o owner, i int) owner { return o + "/sub" + owner(strconv.Itoa(i)) }
+func subOwner(o owner, i int) owner {
+	return owner{Kind: o.Kind, Key: o.Key + "/sub" + strconv.Itoa(i)}
+}
 
 // maxSlicesEndpoints bounds the endpoints any port of a Service has in either family: every
 // endpoint of its EndpointSlices at most once (model.EndpointsForServicePort).

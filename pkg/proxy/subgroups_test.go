@@ -12,6 +12,7 @@ import (
 	of "github.com/antrea-proxy/antrea-proxy/pkg/ovs/openflow"
 	"github.com/antrea-proxy/antrea-proxy/pkg/ovs/openflow/openflowtest"
 	"github.com/antrea-proxy/antrea-proxy/pkg/pipeline"
+	"github.com/antrea-proxy/antrea-proxy/pkg/reconciler"
 )
 
 // subIDsHeld returns the second-level group IDs o holds, in order.
@@ -118,7 +119,7 @@ func TestSplitGroupsUDPFlushes(t *testing.T) {
 	require.Len(t, sel.endpoints, n)
 	after := build(append(append([]model.Endpoint(nil), eps[:5]...), eps[6:]...))
 	require.True(t, udpChanged(sel, true, after, nil))
-	p := &Proxier{ownerEndpoints: map[owner]selected{"o": selectedOf(after)}}
+	p := &Proxier{ownerEndpoints: map[owner]selected{{Kind: reconciler.KindServicePort, Key: "o"}: selectedOf(after)}}
 	client := netip.MustParseAddr("10.10.0.10")
 	var entries []conntrack.Entry
 	for _, ep := range eps[4:7] {

@@ -18,6 +18,7 @@ import (
 	"github.com/antrea-proxy/antrea-proxy/pkg/pipeline"
 	"github.com/antrea-proxy/antrea-proxy/pkg/proxy/observe"
 	"github.com/antrea-proxy/antrea-proxy/pkg/proxy/tracker"
+	"github.com/antrea-proxy/antrea-proxy/pkg/reconciler"
 )
 
 // bigSyncOps is the bundle size from which a sync tells the user what it is doing.
@@ -96,15 +97,23 @@ func nodeZone(n *v1.Node) string {
 	return n.Labels[v1.LabelTopologyZone]
 }
 
+// owner names who owns a set of flows and groups in the installed state: one Service port in
+// one family (reconciler.KindServicePort, "ns/name:port/TCP/v4", holding its cluster group
+// and, with a Local traffic policy, its local group), or baseOwner() for node-level flows.
+type owner = reconciler.Owner
+
+// baseOwner owns the node-level flows.
+func baseOwner() owner { return owner{Kind: reconciler.KindNode} }
+
 func ownerOf(name model.ServicePortName, ipv6 bool) owner {
 	if ipv6 {
-		return owner(name.StringWith("/v6"))
+		return owner{Kind: reconciler.KindServicePort, Key: name.StringWith("/v6")}
 	}
-	return owner(name.StringWith("/v4"))
+	return owner{Kind: reconciler.KindServicePort, Key: name.StringWith("/v4")}
 }
 
 // localOwner names the local group's ID allocation of an owner.
-func localOwner(o owner) owner { return o + "/local" }
+func localOwner(o owner) owner { return owner{Kind: o.Kind, Key: o.Key + "/local"} }
 
 func hasFamily(ips []netip.Addr, ipv6 bool) bool {
 	for _, ip := range ips {
@@ -150,12 +159,6 @@ func (p *Proxier) syncOnce(ctx context.Context, full bool) error {
 		return ctx.Err()
 	}
 	defer func() { <-p.syncSem }()
-	if p.replayOwed {
-		if err := p.replay(ctx); err != nil {
-			p.setSyncErr(err)
-			return err
-		}
-	}
 	res, err := p.sync(ctx, full)
 	if o := p.opts.Observer; o != nil {
 		o.SyncDone(res)
@@ -178,10 +181,8 @@ func (p *Proxier) sync(ctx context.Context, full bool) (observe.SyncResult, erro
 		defer p.checkDrift(ctx)
 	}
 	in := p.gather(start, full)
-	p.beginApply()
 	pl, rejected, err := p.planAndApply(ctx, in)
 	if err != nil {
-		p.endApply()
 		p.setSyncErr(err)
 		klog.ErrorS(err, "Installing flows failed; will retry", "services", len(in.names))
 		return p.syncResult(start, in.full, in.drained, nil, err), err

@@ -82,7 +82,7 @@ func waitDriftCheck(t *testing.T, p *Proxier) {
 // and the session affinity table is marked learned.
 func TestInstalledFlowsMatchesTheBridge(t *testing.T) {
 	h, tb := tableHarness(t)
-	in, ok := h.p.InstalledFlows()
+	in, ok := h.p.Reconciler().InstalledFlows()
 	if !ok {
 		t.Fatal("InstalledFlows cannot tell after a sync")
 	}
@@ -108,11 +108,11 @@ func TestInstalledFlowsMatchesTheBridge(t *testing.T) {
 	if in.Version%2 != 0 {
 		t.Errorf("version %d is odd (a bundle in flight)", in.Version)
 	}
-	if v, ok := h.p.InstalledVersion(); !ok || v != in.Version {
+	if v, ok := h.p.Reconciler().InstalledVersion(); !ok || v != in.Version {
 		t.Errorf("InstalledVersion = %d, %v; want %d, true", v, ok, in.Version)
 	}
 	h.fullSync() // an idle full resync keeps the version: the healer need not count again
-	if v, ok := h.p.InstalledVersion(); !ok || v != in.Version {
+	if v, ok := h.p.Reconciler().InstalledVersion(); !ok || v != in.Version {
 		t.Errorf("InstalledVersion = %d, %v after an idle full resync; want %d, true", v, ok, in.Version)
 	}
 	svc := makeService("ns1", "web9", "10.96.0.19")
@@ -121,7 +121,7 @@ func TestInstalledFlowsMatchesTheBridge(t *testing.T) {
 		h.addSlice(s)
 	}
 	h.sync()
-	if v, _ := h.p.InstalledVersion(); v == in.Version {
+	if v, _ := h.p.Reconciler().InstalledVersion(); v == in.Version {
 		t.Errorf("InstalledVersion unchanged (%d) after a Service was added", v)
 	}
 }
@@ -159,7 +159,7 @@ func BenchmarkInstalledFlows10k(b *testing.B) {
 	p := newScaleProxier(b, nullBridge{})
 	b.ResetTimer()
 	for i := 0; i < b.N; i++ {
-		if _, ok := p.InstalledFlows(); !ok {
+		if _, ok := p.Reconciler().InstalledFlows(); !ok {
 			b.Fatal("cannot tell")
 		}
 	}

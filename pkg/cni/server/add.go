@@ -155,12 +155,6 @@ func (s *Server) podFlows(rec *podRecord) ([]openflow.Flow, error) {
 	return pipeline.PodFlows(s.opts.Round, s.opts.GatewayMAC, p), nil
 }
 
-// deletePodFlowsOp deletes every flow of the pod with cookie object id, of any round.
-func deletePodFlowsOp(id uint32) openflow.Op {
-	return openflow.Op{Kind: openflow.DeleteFlows, Flow: &openflow.Flow{
-		Cookie: pipeline.PodCookie(0, uint64(id)), CookieMask: pipeline.PodCookieMask}}
-}
-
 // installFlows replaces, in one bundle, the pod's flows (those of any round, and those of its
 // previous OpenFlow port when it changed) with this round's.
 func (s *Server) installFlows(ctx context.Context, rec *podRecord, oldPort uint32) error {
@@ -168,21 +162,9 @@ func (s *Server) installFlows(ctx context.Context, rec *podRecord, oldPort uint3
 	if err != nil {
 		return err
 	}
-	ops := []openflow.Op{deletePodFlowsOp(rec.OFPort)}
-	if oldPort != 0 && oldPort != rec.OFPort {
-		ops = append(ops, deletePodFlowsOp(oldPort))
-	}
-	for i := range flows {
-		ops = append(ops, openflow.Op{Kind: openflow.AddFlow, Flow: &flows[i]})
-	}
-	s.flows.gen++
-	if err := s.bridge.Apply(ctx, ops); err != nil {
+	if err := s.setPodFlows(ctx, rec.OFPort, oldPort, flows); err != nil {
 		return fmt.Errorf("installing flows of container %s on port %d: %w", rec.ContainerID, rec.OFPort, err)
 	}
-	if oldPort != 0 && oldPort != rec.OFPort {
-		s.flows.forget(oldPort)
-	}
-	s.flows.set(rec.OFPort, flows)
 	return nil
 }
 

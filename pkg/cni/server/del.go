@@ -9,7 +9,6 @@ import (
 
 	"github.com/antrea-proxy/antrea-proxy/pkg/cni/ipam"
 	"github.com/antrea-proxy/antrea-proxy/pkg/cni/protocol"
-	"github.com/antrea-proxy/antrea-proxy/pkg/ovs/openflow"
 )
 
 func (s *Server) del(ctx context.Context, req protocol.Request) protocol.Response {
@@ -42,11 +41,9 @@ func (s *Server) del(ctx context.Context, req protocol.Request) protocol.Respons
 // step tolerates what is already gone, so it can be repeated after a partial failure.
 func (s *Server) teardown(ctx context.Context, rec *podRecord) error {
 	if rec.OFPort != 0 {
-		s.flows.gen++
-		if err := s.bridge.Apply(ctx, []openflow.Op{deletePodFlowsOp(rec.OFPort)}); err != nil {
+		if err := s.setPodFlows(ctx, rec.OFPort, 0, nil); err != nil {
 			return fmt.Errorf("deleting flows of port %d: %w", rec.OFPort, err)
 		}
-		s.flows.forget(rec.OFPort)
 	}
 	if err := s.ports.DeletePort(ctx, s.opts.Bridge, rec.HostIfName); err != nil {
 		return err

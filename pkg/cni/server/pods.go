@@ -8,6 +8,7 @@ import (
 	"strings"
 
 	"github.com/antrea-proxy/antrea-proxy/pkg/ovs/openflow"
+	"github.com/antrea-proxy/antrea-proxy/pkg/reconciler"
 )
 
 // Pod is one pod interface the server attached and installed flows for, as its record holds
@@ -33,7 +34,7 @@ func (s *Server) Pods() ([]Pod, error) {
 	}
 	var out []Pod
 	for _, r := range recs {
-		if _, ok := s.flows.byPort[r.OFPort]; !ok || r.OFPort == 0 {
+		if r.OFPort == 0 || !s.rec.Has(podOwner(r.OFPort)) {
 			continue
 		}
 		mac, err := net.ParseMAC(r.PodMAC)
@@ -59,13 +60,7 @@ func (s *Server) Pods() ([]Pod, error) {
 }
 
 // InstalledPodFlows returns copies of the flows of every pod, as the server installed them (a
-// packet tracer's input; the healer's Replay installs the same).
+// packet tracer's input; the reconciler's Replay installs the same).
 func (s *Server) InstalledPodFlows() []openflow.Flow {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	out := make([]openflow.Flow, 0, s.flows.total)
-	for _, flows := range s.flows.byPort {
-		out = append(out, flows...)
-	}
-	return out
+	return s.rec.Flows(reconciler.KindPod)
 }

@@ -11,9 +11,11 @@ import (
 	"github.com/antrea-proxy/antrea-proxy/pkg/ovs/openflow"
 	"github.com/antrea-proxy/antrea-proxy/pkg/ovs/openflow/openflowtest"
 	"github.com/antrea-proxy/antrea-proxy/pkg/pipeline"
+	"github.com/antrea-proxy/antrea-proxy/pkg/reconciler"
 )
 
-var _ healer.Owner = (*Server)(nil)
+// The pod flows are verified and replayed by the server's reconciler, the healer's owner.
+var _ healer.Owner = (*reconciler.Reconciler)(nil)
 
 // dumpCounter counts flows by dumping them from the fake bridge; before counts, when set, runs
 // first (to change pod flows while Verify counts).
@@ -52,22 +54,21 @@ func TestVerifyAndReplayAfterFlush(t *testing.T) {
 	want := e.bridge.Dump()
 	c := &dumpCounter{b: e.bridge}
 	ctx := context.Background()
-	require.Equal(t, OwnerName, e.srv.Name())
 
-	ok, err := e.srv.Verify(ctx, c)
+	ok, err := e.srv.Reconciler().Verify(ctx, c)
 	require.NoError(t, err)
 	require.True(t, ok, "nothing changed behind the server's back")
 
 	e.flush()
-	ok, err = e.srv.Verify(ctx, c)
+	ok, err = e.srv.Reconciler().Verify(ctx, c)
 	require.NoError(t, err)
 	require.False(t, ok, "the flush is noticed")
 
 	calls := e.bridge.ApplyCount()
-	require.NoError(t, e.srv.Replay(ctx))
+	require.NoError(t, e.srv.Reconciler().Replay(ctx))
 	require.Equal(t, calls+1, e.bridge.ApplyCount(), "one bundle")
 	require.Equal(t, want, e.bridge.Dump())
-	ok, err = e.srv.Verify(ctx, c)
+	ok, err = e.srv.Reconciler().Verify(ctx, c)
 	require.NoError(t, err)
 	require.True(t, ok)
 	e.mustOK(req("CHECK", "c1", "/var/run/netns/pod1"))
@@ -84,10 +85,10 @@ func TestVerifyNoticesOneMissingFlowAndReplayRemovesStrays(t *testing.T) {
 		Cookie: pipeline.PodCookie(1, 99), Match: openflow.Match{InPort: 99}, Actions: []openflow.Action{openflow.Drop{}}}
 	require.NoError(t, e.bridge.Apply(context.Background(), []openflow.Op{{Kind: openflow.AddFlow, Flow: &stray}}))
 
-	ok, err := e.srv.Verify(context.Background(), &dumpCounter{b: e.bridge})
+	ok, err := e.srv.Reconciler().Verify(context.Background(), &dumpCounter{b: e.bridge})
 	require.NoError(t, err)
 	require.False(t, ok)
-	require.NoError(t, e.srv.Replay(context.Background()))
+	require.NoError(t, e.srv.Reconciler().Replay(context.Background()))
 	require.Equal(t, want, e.bridge.Dump())
 }
 
@@ -101,10 +102,10 @@ func TestVerifyIgnoresChangesDuringTheCount(t *testing.T) {
 		c.before = nil
 		e.mustOK(req("ADD", "c2", "/var/run/netns/pod2"))
 	}
-	ok, err := e.srv.Verify(context.Background(), c)
+	ok, err := e.srv.Reconciler().Verify(context.Background(), c)
 	require.NoError(t, err)
 	require.True(t, ok, "a change of the server's own is not a mismatch")
-	ok, err = e.srv.Verify(context.Background(), c)
+	ok, err = e.srv.Reconciler().Verify(context.Background(), c)
 	require.NoError(t, err)
 	require.True(t, ok, "the next check counts both pods")
 }
@@ -112,17 +113,17 @@ func TestVerifyIgnoresChangesDuringTheCount(t *testing.T) {
 func TestVerifyErrorAndBeforeStart(t *testing.T) {
 	e := newEnv(t)
 	e.mustOK(req("ADD", "c1", "/var/run/netns/pod1"))
-	_, err := e.srv.Verify(context.Background(), &dumpCounter{err: errors.New("timeout")})
+	_, err := e.srv.Reconciler().Verify(context.Background(), &dumpCounter{err: errors.New("timeout")})
 	require.ErrorContains(t, err, "timeout")
 
 	srv, err := New(e.opts, e.ports, e.bridge, e.nl)
 	require.NoError(t, err)
 	e.flush()
-	ok, err := srv.Verify(context.Background(), &dumpCounter{b: e.bridge})
+	ok, err := srv.Reconciler().Verify(context.Background(), &dumpCounter{b: e.bridge})
 	require.NoError(t, err)
 	require.True(t, ok, "not started: nothing to verify")
 	calls := e.bridge.ApplyCount()
-	require.NoError(t, srv.Replay(context.Background()))
+	require.NoError(t, srv.Reconciler().Replay(context.Background()))
 	require.Equal(t, calls, e.bridge.ApplyCount(), "not started: Replay does nothing")
 }
 
@@ -133,7 +134,7 @@ func TestReplayAfterDelKeepsOnlyLivePods(t *testing.T) {
 	e.mustOK(req("DEL", "c1", "/var/run/netns/pod1"))
 	want := e.bridge.Dump()
 	e.flush()
-	require.NoError(t, e.srv.Replay(context.Background()))
+	require.NoError(t, e.srv.Reconciler().Replay(context.Background()))
 	require.Equal(t, want, e.bridge.Dump())
 	require.Empty(t, e.bridge.DumpCookie(pipeline.PodCookie(0, 10), pipeline.PodCookieMask))
 }

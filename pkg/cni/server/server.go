@@ -32,6 +32,7 @@ import (
 	"github.com/antrea-proxy/antrea-proxy/pkg/cni/protocol"
 	"github.com/antrea-proxy/antrea-proxy/pkg/ovs/openflow"
 	"github.com/antrea-proxy/antrea-proxy/pkg/ovs/ovsdb"
+	"github.com/antrea-proxy/antrea-proxy/pkg/reconciler"
 )
 
 // OVSPorts attaches and detaches pod ports on the bridge (implemented by *ovsdb.Client).
@@ -74,6 +75,10 @@ type Options struct {
 	QuarantineKeep int
 	// Reporter, if set, is told about quarantined files and state kept in memory only.
 	Reporter Reporter
+	// Reconciler is the bridge's reconciler (one per bridge, shared with its other writers),
+	// with PodWriter() among its writers and this Round; nil means one of the server's own over
+	// the bridge given to New.
+	Reconciler *reconciler.Reconciler
 }
 
 // requestTimeout bounds the work of one request.
@@ -96,10 +101,10 @@ type Server struct {
 	// (guarded by mu).
 	stuck map[string]bool
 
-	// mu serializes every change to pods, and every Apply of pod flows.
+	// rec installs, verifies and replays the pod flows (Options.Reconciler).
+	rec *reconciler.Reconciler
+	// mu serializes every change to pods, and every change of pod flows.
 	mu sync.Mutex
-	// flows is what the server has installed (guarded by mu).
-	flows podFlowState
 	// unrestored are pods whose restore failed at Start; Reconcile retries them (guarded by mu).
 	unrestored map[ipam.Owner]bool
 	// unsavedReported is set while state is kept in memory only and that was reported
@@ -126,7 +131,16 @@ func New(opts Options, ports OVSPorts, bridge openflow.Bridge, nl Netlink) (*Ser
 	if opts.QuarantineKeep == 0 {
 		opts.QuarantineKeep = DefaultQuarantineKeep
 	}
-	s := &Server{opts: opts, ports: ports, bridge: bridge, net: nl, ipam: alloc, stats: newStats(),
+	rec := opts.Reconciler
+	if rec == nil {
+		if rec, err = newReconciler(bridge, opts.Round); err != nil {
+			return nil, fmt.Errorf("CNI server: %w", err)
+		}
+	}
+	if rec.Round() != opts.Round {
+		return nil, fmt.Errorf("CNI server: the reconciler's round %d is not round %d", rec.Round(), opts.Round)
+	}
+	s := &Server{opts: opts, ports: ports, bridge: bridge, rec: rec, net: nl, ipam: alloc, stats: newStats(),
 		quarantine: &quarantine{dir: filepath.Join(opts.StateDir, "quarantine"), keep: opts.QuarantineKeep},
 		unrestored: map[ipam.Owner]bool{}, stuck: map[string]bool{}}
 	st, err := newStore(filepath.Join(opts.StateDir, "pods"), s.stats, func(path string, reason error) {

@@ -59,7 +59,7 @@ func (s *Server) Start(ctx context.Context) error {
 	}
 	// One bundle replaces every pod flow (orphans and older rounds included) by the flows of
 	// the pods just restored: nothing is dumped, so no flow on the bridge can make this fail.
-	if err := s.replayLocked(ctx); err != nil {
+	if err := s.replaceAllPodFlows(ctx); err != nil {
 		return fmt.Errorf("starting CNI server: removing pod flows of older rounds: %w", err)
 	}
 	s.checkAddresses(live)

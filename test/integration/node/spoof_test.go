@@ -108,8 +108,8 @@ func (n *node) guardFlows(ofport string) []string {
 	return out
 }
 
-// TestIntegrationARPSpoofGuardLifecycle: a pod's guard comes with its ADD, agrees with the CNI
-// server's verification (the healer's check of the pod flows), is put back by its replay after
+// TestIntegrationARPSpoofGuardLifecycle: a pod's guard comes with its ADD, agrees with the
+// bridge reconciler's verification (the healer's check of the pod flows), is put back by its replay after
 // the pod flows were lost and still holds then, and goes with the pod's DEL.
 func TestIntegrationARPSpoofGuardLifecycle(t *testing.T) {
 	t.Parallel()
@@ -124,22 +124,22 @@ func TestIntegrationARPSpoofGuardLifecycle(t *testing.T) {
 	require.Len(t, guard, 7, n.flows(pipeline.CategoryPod))
 	require.Contains(t, strings.Join(guard, "\n"), fmt.Sprintf("arp,in_port=%s,dl_src=%s,arp_spa=%s,arp_sha=%s actions=NORMAL", port, a.mac(), a.ip, a.mac()))
 	ctx := context.Background()
-	cni := n.dp.CNIServer()
-	ok, err := cni.Verify(ctx, n.of)
+	bridgeState := n.dp.Reconciler()
+	ok, err := bridgeState.Verify(ctx, n.of)
 	require.NoError(t, err)
-	require.True(t, ok, "the CNI server's verification counts the guard")
+	require.True(t, ok, "the reconciler's verification counts the guard")
 
 	// What the healer meets after ovs-vswitchd lost the flows or after an external del-flows:
 	// the pod flows are gone, the verification notices, the replay installs them again.
 	_, err = n.ovs.Ofctl("del-flows", bridge, fmt.Sprintf("cookie=%#x/%#x", pipeline.Cookie(0, pipeline.CategoryPod, 0), pipeline.CategoryMask))
 	require.NoError(t, err)
 	require.Empty(t, n.guardFlows(port))
-	ok, err = cni.Verify(ctx, n.of)
+	ok, err = bridgeState.Verify(ctx, n.of)
 	require.NoError(t, err)
 	require.False(t, ok, "the verification notices the lost guard")
-	require.NoError(t, cni.Replay(ctx))
+	require.NoError(t, bridgeState.Replay(ctx))
 	require.Equal(t, guard, n.guardFlows(port), "the replay puts the guard back")
-	ok, err = cni.Verify(ctx, n.of)
+	ok, err = bridgeState.Verify(ctx, n.of)
 	require.NoError(t, err)
 	require.True(t, ok)
 	checkARPClaimsIgnored(w, n, a, b, c)

@@ -1,4 +1,4 @@
-package proxy
+package reconciler
 
 import (
 	"testing"
@@ -13,16 +13,17 @@ func stateTestFlows(next uint8) []of.Flow {
 	}
 }
 
-// TestFlowStateKeepsOnlyTheLatestSlice checks that the state points into the slice of each
-// owner's latest set, unchanged flows included, so older slices can be collected; and that an
-// unchanged flow costs no op.
-func TestFlowStateKeepsOnlyTheLatestSlice(t *testing.T) {
-	st := newFlowState(nil)
+// TestStateKeepsOnlyTheLatestSlice checks that the state points into the slice of each owner's
+// latest set, unchanged flows included, so older slices can be collected; and that an unchanged
+// flow costs no op.
+func TestStateKeepsOnlyTheLatestSlice(t *testing.T) {
+	st := NewState(nil)
+	o := Owner{Kind: KindServicePort, Key: "ns/a:80/TCP/v4"}
 	apply := func(flows []of.Flow) []of.Op {
-		tx := st.begin()
-		tx.set("ns/a:80/TCP/v4", nil, flows)
-		ops, _ := tx.ops()
-		tx.commit()
+		tx := st.Begin()
+		tx.Set(o, nil, flows)
+		ops, _ := tx.Ops()
+		tx.Commit()
 		return ops
 	}
 	first := stateTestFlows(11)

@@ -2,6 +2,7 @@ package proxy
 
 import (
 	"context"
+	"errors"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -17,7 +18,7 @@ import (
 	"github.com/antrea-proxy/antrea-proxy/pkg/ovs/openflow/openflowtest"
 )
 
-// TestNothingProgrammedBeforeCachesSync holds the EndpointSlice list back: while it is pending
+// TestNothingProgrammedBeforeCachesSync holds the EndpointSlice list back: while it has not synced
 // the proxier must not touch the bridge, even though the Service is already known (an eager
 // proxier would program it without endpoints, i.e. reject its clients). Every bundle the
 // bridge receives is checked against the moment the list was released, and the list is
@@ -26,10 +27,17 @@ func TestNothingProgrammedBeforeCachesSync(t *testing.T) {
 	node := &v1.Node{ObjectMeta: metav1.ObjectMeta{Name: testNode}}
 	cs := fake.NewSimpleClientset(node, makeService("ns1", "web", "10.96.0.10"),
 		makeSlice("ns1", "web", "web-1", 8080, v1.ProtocolTCP, "http", ep{ip: "10.10.1.5", node: testNode, ready: true}))
+	// The list fails until the release (the reflector retries with backoff). It must not block:
+	// the fake clientset holds its lock while a reactor runs, which would hold back the
+	// Service list too.
 	release := make(chan struct{})
 	cs.PrependReactor("list", "endpointslices", func(k8stesting.Action) (bool, runtime.Object, error) {
-		<-release
-		return false, nil, nil
+		select {
+		case <-release:
+			return false, nil, nil
+		default:
+			return true, nil, errors.New("held back by the test")
+		}
 	})
 	b := openflowtest.NewFakeBridge()
 	var released, early atomic.Bool
@@ -51,8 +59,8 @@ func TestNothingProgrammedBeforeCachesSync(t *testing.T) {
 	go func() { done <- p.Run(ctx, cs) }()
 	defer func() { cancel(); <-done }()
 
-	waitFor(t, 10*time.Second, "the proxier's tracker to hold the Service", func() bool {
-		return p.track.PendingServices().Has(types.NamespacedName{Namespace: "ns1", Name: "web"})
+	waitFor(t, 10*time.Second, "the proxier's tracker to hold the Service (or a bundle before the release)", func() bool {
+		return early.Load() || p.track.PendingServices().Has(types.NamespacedName{Namespace: "ns1", Name: "web"})
 	})
 	released.Store(true)
 	close(release)

@@ -59,26 +59,8 @@ func (l *announceLAN) node(prefix, addr string, vip netip.Addr) (*ovssandbox.Net
 	return ns, h
 }
 
-// neighMAC returns the MAC h resolved for ip on eth0 ("" while unresolved).
-func neighMAC(t *testing.T, h Host, ip netip.Addr) string {
-	nl, err := h.handle()
-	require.NoError(t, err)
-	defer nl.Close()
-	l, err := nl.LinkByName("eth0")
-	require.NoError(t, err)
-	neighs, err := nl.NeighList(l.Attrs().Index, netlink.FAMILY_V4)
-	require.NoError(t, err)
-	for _, n := range neighs {
-		if n.IP.Equal(net.IP(ip.AsSlice())) && n.State&(netlink.NUD_REACHABLE|netlink.NUD_STALE|netlink.NUD_DELAY|netlink.NUD_PROBE|netlink.NUD_PERMANENT) != 0 {
-			return n.HardwareAddr.String()
-		}
-	}
-	return ""
-}
-
-// neighFailed reports whether h's neighbour entry for ip on eth0 is FAILED: the kernel sent
-// its solicitations and nobody answered.
-func neighFailed(t *testing.T, h Host, ip netip.Addr) bool {
+// neigh returns h's neighbour entry for ip on eth0, if it has one.
+func neigh(t *testing.T, h Host, ip netip.Addr) (netlink.Neigh, bool) {
 	nl, err := h.handle()
 	require.NoError(t, err)
 	defer nl.Close()
@@ -88,10 +70,26 @@ func neighFailed(t *testing.T, h Host, ip netip.Addr) bool {
 	require.NoError(t, err)
 	for _, n := range neighs {
 		if n.IP.Equal(net.IP(ip.AsSlice())) {
-			return n.State&netlink.NUD_FAILED != 0
+			return n, true
 		}
 	}
-	return false
+	return netlink.Neigh{}, false
+}
+
+// neighMAC returns the MAC h resolved ip to on eth0, "" while unresolved.
+func neighMAC(t *testing.T, h Host, ip netip.Addr) string {
+	n, ok := neigh(t, h, ip)
+	if ok && n.State&(netlink.NUD_REACHABLE|netlink.NUD_STALE|netlink.NUD_DELAY|netlink.NUD_PROBE|netlink.NUD_PERMANENT) != 0 {
+		return n.HardwareAddr.String()
+	}
+	return ""
+}
+
+// neighFailed reports whether h's neighbour entry for ip on eth0 is FAILED: the kernel sent
+// its solicitations and nobody answered.
+func neighFailed(t *testing.T, h Host, ip netip.Addr) bool {
+	n, ok := neigh(t, h, ip)
+	return ok && n.State&netlink.NUD_FAILED != 0
 }
 
 // requireUnanswered makes h resolve ip and waits until the kernel gave up (the entry is FAILED

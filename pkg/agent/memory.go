@@ -19,25 +19,20 @@ import (
 // the one big bundle are live together, and it runs with the default GOGC of 100, so that it is
 // not slowed down by collections. At rest the agent holds its state and allocates little (a
 // periodic full resync recomputes nothing that did not change), but with GOGC=100 the heap
-// grows to twice what is live before each collection, and the resident size follows the heap
+// grows to twice what is live before each collection and the resident size follows the heap
 // goal: at 10,000 Services 110 MB live made an RSS of 235 MB. At 50 the goal is 1.5× the live
-// heap; the price is a collection per half the live heap allocated instead of per live heap,
-// which at rest is about one collection a minute or less.
+// heap; a collection then comes after half the live heap was allocated instead of all of it.
 const steadyGCPercent = 50
 
 // startupRelease returns the memory of the first full sync to the OS once it is installed and
-// sets the steady GC percent.
+// then sets the steady GC percent.
 //
 // The runtime's scavenger returns free pages only down to the current heap goal, so without a
 // release the process would keep the peak's size while at rest. One forced collection that
 // returns every free page (debug.FreeOSMemory) brings the resident size back to what the agent
-// holds. It runs off the sync goroutine, which may still hold the first sync's bundle while the
-// observers are told: what that collection kept would set the heap goal too high, so the
-// release runs again once, after the next sync (of any kind) is done. Later syncs are small.
+// holds. It runs once, off the sync goroutine; later syncs are incremental and small.
 type startupRelease struct {
-	mu sync.Mutex
-	// done counts the releases (0, 1 after the first full sync, 2 after the next sync).
-	done    int
+	once    sync.Once
 	release func()
 	// spawn runs release off the sync goroutine.
 	spawn func(func())
@@ -59,26 +54,19 @@ func (*startupRelease) QueuedUpdate() {}
 // NodeUpdated implements observe.Observer.
 func (*startupRelease) NodeUpdated(*v1.Node) {}
 
-// SyncDone releases memory after the first successful full sync and after the sync that
-// follows it.
+// SyncDone sets the steady GC percent and releases memory after the first successful full
+// sync.
 func (r *startupRelease) SyncDone(res observe.SyncResult) {
-	if res.Err != nil {
+	if res.Err != nil || !res.Full {
 		return
 	}
-	r.mu.Lock()
-	defer r.mu.Unlock()
-	switch {
-	case r.done == 0 && res.Full:
+	r.once.Do(func() {
 		if r.setGCPercent != nil {
 			prev := r.setGCPercent(steadyGCPercent)
 			klog.InfoS("Steady GC percent set after the first full sync", "gcPercent", steadyGCPercent, "previous", prev)
 		}
-	case r.done == 1:
-	default:
-		return
-	}
-	r.done++
-	r.spawn(r.release)
+		r.spawn(r.release)
+	})
 }
 
 // releaseMemory collects and returns every free page to the OS, and logs the heap around it.
@@ -88,7 +76,7 @@ func releaseMemory() {
 	debug.FreeOSMemory()
 	runtime.ReadMemStats(&after)
 	const mb = 1 << 20
-	klog.InfoS("Returned free memory to the OS after the first syncs",
+	klog.InfoS("Returned the first full sync's free memory to the OS",
 		"heapInUseMB", after.HeapInuse/mb, "heapHeldBeforeMB", (before.HeapSys-before.HeapReleased)/mb,
 		"heapHeldAfterMB", (after.HeapSys-after.HeapReleased)/mb)
 }

@@ -65,6 +65,7 @@ func figures(n int, res []*result, floor floorResult) []figure {
 		{Name: "Go heap in use after the sync", Unit: "MB", Kind: total, A: a.HeapInUse, AOnly: true},
 		{Name: "RSS per Service", Unit: "KB", Kind: total, A: a.RSS * 1024 / float64(n), K: k.RSS * 1024 / float64(n)},
 		{Name: "RSS of ovs-vswitchd", Unit: "MB", Kind: total, A: a.OVSRSS, AOnly: true},
+		{Name: "RSS after the idle window", Unit: "MB", Kind: total, A: a.RSSRest, K: k.RSSRest},
 	}
 	for i := range f {
 		if f[i].Unit == "ms" {

@@ -23,6 +23,8 @@ type result struct {
 	// HeapInUse (Go heap in use) and OVSRSS (ovs-vswitchd's RSS), in MB, of the antrea node
 	// only, read with RSS.
 	HeapInUse, OVSRSS float64
+	// RSSRest is the RSS at the end of the idle window (after a periodic full resync).
+	RSSRest float64
 	Partial, Programming histogram
 	// WriteToRules and TriggerToRules are, per change, the seconds from the update's
 	// acknowledgement and from its trigger-time annotation to the rules.
@@ -115,6 +117,12 @@ func runSize(t *testing.T, cfg config, n int, progress func(string, ...any)) siz
 	if err := <-cpuProf; err != nil {
 		t.Errorf("the agent's CPU profile: %v", err)
 	}
+	for i, s := range sides {
+		if res[i].RSSRest, err = rssMB(s.Node.ProxyPID()); err != nil {
+			t.Fatalf("%s RSS: %v", s.Name, err)
+		}
+	}
+	progress("RSS after the idle window %.0f / %.0f MB", res[0].RSSRest, res[1].RSSRest)
 	// A change waits at worst behind one full sync of the slower proxy.
 	changeTimeout := 30*time.Second + 2*max(res[0].Programmed, res[1].Programmed)
 	measureChanges(t, ctx, cs, sides, res, svcs, cfg, changeTimeout, progress)

@@ -185,6 +185,15 @@ func (t *EndpointsChangeTracker) Generation(svc types.NamespacedName) uint64 {
 	return t.slices[svc].gen
 }
 
+// LastGeneration returns the latest generation handed out to any Service (0 before the first
+// slice): the same number means that no Service's slices changed in between, so a caller that
+// compares every Service's Generation with what it computed from can skip the walk.
+func (t *EndpointsChangeTracker) LastGeneration() uint64 {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	return t.counter
+}
+
 func (t *EndpointsChangeTracker) recordTriggerTime(svc types.NamespacedName, slice *discovery.EndpointSlice) {
 	raw, ok := slice.Annotations[v1.EndpointsLastChangeTriggerTime]
 	if !ok || raw == "" {

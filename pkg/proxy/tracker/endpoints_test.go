@@ -318,3 +318,23 @@ func TestSlicesForSortedAcrossChanges(t *testing.T) {
 	require.Zero(t, tr.Generation(barNN))
 	require.False(t, tr.Services().Has(barNN))
 }
+
+// TestLastGeneration: it moves with every change of any Service's slices and with nothing else
+// (an informer resync of an unchanged slice, a drain).
+func TestLastGeneration(t *testing.T) {
+	tr := NewEndpointsChangeTracker(nil)
+	require.Zero(t, tr.LastGeneration())
+	s := slice("bar-a", "bar", "1", "10.0.0.1")
+	tr.OnEndpointSliceAdd(s)
+	g := tr.LastGeneration()
+	require.NotZero(t, g)
+	require.Equal(t, tr.Generation(barNN), g)
+	tr.OnEndpointSliceUpdate(s, slice("bar-a", "bar", "2", "10.0.0.1"))
+	tr.DrainDirty()
+	require.Equal(t, g, tr.LastGeneration(), "a resync and a drain change nothing")
+	tr.OnEndpointSliceAdd(slice("foo-a", "foo", "1", "10.0.0.2"))
+	require.Greater(t, tr.LastGeneration(), g)
+	g = tr.LastGeneration()
+	tr.OnEndpointSliceDelete(slice("foo-a", "foo", "1"))
+	require.Greater(t, tr.LastGeneration(), g)
+}

@@ -16,15 +16,15 @@ import (
 
 // result is what one run measured for one proxy.
 type result struct {
-	Programmed           time.Duration
-	FullSync             histogram
-	RSS                  float64
-	IdleCPU, OVSIdleCPU  float64 // seconds per minute
+	Programmed          time.Duration
+	FullSync            histogram
+	RSS                 float64
+	IdleCPU, OVSIdleCPU float64 // seconds per minute
 	// HeapInUse (Go heap in use) and OVSRSS (ovs-vswitchd's RSS), in MB, of the antrea node
 	// only, read with RSS.
 	HeapInUse, OVSRSS float64
 	// RSSRest is the RSS at the end of the idle window (after a periodic full resync).
-	RSSRest float64
+	RSSRest              float64
 	Partial, Programming histogram
 	// WriteToRules and TriggerToRules are, per change, the seconds from the update's
 	// acknowledgement and from its trigger-time annotation to the rules.

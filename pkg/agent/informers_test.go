@@ -2,6 +2,7 @@ package agent
 
 import (
 	"context"
+	"reflect"
 	"testing"
 	"time"
 
@@ -170,5 +171,49 @@ func TestInformerFactoryTrims(t *testing.T) {
 	}
 	if s := handed; s.ManagedFields != nil || s.Endpoints[0].TargetRef != nil || *s.Endpoints[0].NodeName != "node-a" {
 		t.Errorf("EndpointSlice handed to the handler not trimmed as expected: %+v", s)
+	}
+}
+
+// TestTrimmerKeepsEverythingElse: a transformed Service or EndpointSlice equals the original
+// with exactly the documented fields cleared, so a field the trackers or the proxier read cannot
+// be stripped unnoticed; the endpoints fill an array of their exact length.
+func TestTrimmerKeepsEverythingElse(t *testing.T) {
+	svc := trimTestService()
+	svc.UID, svc.ResourceVersion = "uid-1", "42"
+	svc.Spec.Type, svc.Spec.ExternalIPs = v1.ServiceTypeLoadBalancer, []string{"192.0.2.1"}
+	svc.Status.LoadBalancer.Ingress = []v1.LoadBalancerIngress{{IP: "192.0.2.2"}}
+	want := svc.DeepCopy()
+	want.ManagedFields = nil
+	delete(want.Annotations, lastAppliedAnnotation)
+	got, err := newTrimmer().transform(svc)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !reflect.DeepEqual(got, want) {
+		t.Errorf("Service:\n got %+v\nwant %+v", got, want)
+	}
+
+	slice := trimTestSlice("web-1")
+	slice.UID, slice.ResourceVersion = "uid-2", "43"
+	grown := make([]discovery.Endpoint, len(slice.Endpoints), 16)
+	copy(grown, slice.Endpoints)
+	slice.Endpoints = grown
+	wantSlice := slice.DeepCopy()
+	wantSlice.ManagedFields = nil
+	delete(wantSlice.Annotations, lastAppliedAnnotation)
+	for i := range wantSlice.Endpoints {
+		e := &wantSlice.Endpoints[i]
+		e.TargetRef, e.Hostname, e.DeprecatedTopology = nil, nil, nil
+	}
+	out, err := newTrimmer().transform(slice)
+	if err != nil {
+		t.Fatal(err)
+	}
+	gotSlice := out.(*discovery.EndpointSlice)
+	if !reflect.DeepEqual(gotSlice, wantSlice) {
+		t.Errorf("EndpointSlice:\n got %+v\nwant %+v", gotSlice, wantSlice)
+	}
+	if cap(gotSlice.Endpoints) != len(gotSlice.Endpoints) {
+		t.Errorf("endpoints in an array of %d for %d", cap(gotSlice.Endpoints), len(gotSlice.Endpoints))
 	}
 }

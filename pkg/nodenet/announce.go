@@ -24,6 +24,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/vishvananda/netlink"
 	"k8s.io/klog/v2"
 )
 
@@ -251,27 +252,33 @@ func (o HostAnnounceOps) PrepareUplink(dev string, ipv6 bool) (func() error, err
 	return restore, err
 }
 
-// UplinkOf returns the name of the interface of the host holding ip, or an error naming ip.
+// UplinkOf returns the name of the interface of the host holding ip, or an error naming ip. It
+// reads the host's addresses of ip's family in one dump and then the one link holding ip (the
+// announcer asks twice a second: one request per link would grow with the pods' interfaces).
 func (h Host) UplinkOf(ip netip.Addr) (string, error) {
 	nl, err := h.handle()
 	if err != nil {
 		return "", err
 	}
 	defer nl.Close()
-	links, err := nl.LinkList()
-	if err != nil {
-		return "", fmt.Errorf("listing links: %w", err)
+	ip = ip.Unmap()
+	family := netlink.FAMILY_V4
+	if ip.Is6() {
+		family = netlink.FAMILY_V6
 	}
-	for _, l := range links {
-		addrs, err := nl.AddrList(l, 0)
-		if err != nil {
+	addrs, err := nl.AddrList(nil, family)
+	if err != nil {
+		return "", fmt.Errorf("listing addresses: %w", err)
+	}
+	for _, ad := range addrs {
+		if got, ok := netip.AddrFromSlice(ad.IP); !ok || got.Unmap() != ip {
 			continue
 		}
-		for _, ad := range addrs {
-			if got, ok := netip.AddrFromSlice(ad.IP); ok && got.Unmap() == ip.Unmap() {
-				return l.Attrs().Name, nil
-			}
+		l, err := nl.LinkByIndex(ad.LinkIndex)
+		if err != nil {
+			return "", fmt.Errorf("finding the interface holding %s (index %d): %w", ip, ad.LinkIndex, err)
 		}
+		return l.Attrs().Name, nil
 	}
 	return "", fmt.Errorf("no interface holds %s", ip)
 }

@@ -40,7 +40,7 @@ type sizeResult struct {
 }
 
 // figures derives the report's rows from one size's measurements.
-func figures(res []*result, floor floorResult) []figure {
+func figures(n int, res []*result, floor floorResult) []figure {
 	a, k := res[0], res[1]
 	f := []figure{
 		{Name: "start → all Services programmed", Unit: "s", Kind: total, A: a.Programmed.Seconds(), K: k.Programmed.Seconds()},
@@ -60,6 +60,12 @@ func figures(res []*result, floor floorResult) []figure {
 		{Name: "write acked → rules, max", Unit: "ms", Kind: perChange, A: quantile(a.WriteToRules, 1), K: quantile(k.WriteToRules, 1)},
 		{Name: "OVS floor, one ovs-ofctl bundle", Unit: "s", Kind: total, A: floor.Ofctl.Seconds(), AOnly: true},
 		{Name: "OVS floor, one native bundle", Unit: "s", Kind: total, A: floor.Native.Seconds(), AOnly: true},
+		// Appended after the figures of earlier results, which the growth table matches by
+		// position.
+		{Name: "Go heap in use after the sync", Unit: "MB", Kind: total, A: a.HeapInUse, AOnly: true},
+		{Name: "RSS per Service", Unit: "KB", Kind: total, A: a.RSS * 1024 / float64(n), K: k.RSS * 1024 / float64(n)},
+		{Name: "RSS of ovs-vswitchd", Unit: "MB", Kind: total, A: a.OVSRSS, AOnly: true},
+		{Name: "RSS after the idle window", Unit: "MB", Kind: total, A: a.RSSRest, K: k.RSSRest},
 	}
 	for i := range f {
 		if f[i].Unit == "ms" {
@@ -87,6 +93,8 @@ func formatValue(v float64, unit string) string {
 	switch {
 	case unit == "ms" || unit == "MB":
 		return fmt.Sprintf("%.0f %s", v, unit)
+	case unit == "KB":
+		return fmt.Sprintf("%.1f %s", v, unit)
 	}
 	return fmt.Sprintf("%.2f %s", v, unit)
 }

@@ -16,10 +16,15 @@ import (
 
 // result is what one run measured for one proxy.
 type result struct {
-	Programmed           time.Duration
-	FullSync             histogram
-	RSS                  float64
-	IdleCPU, OVSIdleCPU  float64 // seconds per minute
+	Programmed          time.Duration
+	FullSync            histogram
+	RSS                 float64
+	IdleCPU, OVSIdleCPU float64 // seconds per minute
+	// HeapInUse (Go heap in use) and OVSRSS (ovs-vswitchd's RSS), in MB, of the antrea node
+	// only, read with RSS.
+	HeapInUse, OVSRSS float64
+	// RSSRest is the RSS at the end of the idle window (after a periodic full resync).
+	RSSRest              float64
 	Partial, Programming histogram
 	// WriteToRules and TriggerToRules are, per change, the seconds from the update's
 	// acknowledgement and from its trigger-time annotation to the rules.
@@ -83,7 +88,7 @@ func runSize(t *testing.T, cfg config, n int, progress func(string, ...any)) siz
 		DeferProxies: true,
 		// Both sync at most once a second (kube-proxy's default minSyncPeriod) and resync
 		// every 30 s (the agent's sandbox default, kube-proxy's default syncPeriod).
-		Agent:     framework.AgentOptions{MinSyncInterval: time.Second},
+		Agent:     framework.AgentOptions{MinSyncInterval: time.Second, EnablePprof: true},
 		KubeProxy: framework.KubeProxyOptions{MinSyncPeriod: time.Second, SyncPeriod: 30 * time.Second, StartTimeout: startTimeout(n)},
 	})
 	ctx := context.Background()
@@ -104,19 +109,27 @@ func runSize(t *testing.T, cfg config, n int, progress func(string, ...any)) siz
 	sides := []*side{antreaSide(sb.Nodes[0], cfg.Endpoints), kubeProxySide(sb.Nodes[1])}
 	res := []*result{{}, {}}
 	measureStart(t, sb, sides, res, svcs, progress)
+	prof := newProfiler(sb.Nodes[0].API.Socket, cfg.Results, n)
+	measureMemory(t, ctx, sides, res, prof, progress)
+	cpuProf := make(chan error, 1)
+	go func() { cpuProf <- prof.saveCPU(ctx, cfg.Idle) }()
+	measureIdle(t, sides, res, cfg.Idle, progress)
+	if err := <-cpuProf; err != nil {
+		t.Errorf("the agent's CPU profile: %v", err)
+	}
 	for i, s := range sides {
-		if res[i].RSS, err = rssMB(s.Node.ProxyPID()); err != nil {
+		if res[i].RSSRest, err = rssMB(s.Node.ProxyPID()); err != nil {
 			t.Fatalf("%s RSS: %v", s.Name, err)
 		}
 	}
-	measureIdle(t, sides, res, cfg.Idle, progress)
+	progress("RSS after the idle window %.0f / %.0f MB", res[0].RSSRest, res[1].RSSRest)
 	// A change waits at worst behind one full sync of the slower proxy.
 	changeTimeout := 30*time.Second + 2*max(res[0].Programmed, res[1].Programmed)
 	measureChanges(t, ctx, cs, sides, res, svcs, cfg, changeTimeout, progress)
 	floor := measureFloor(t, sb.Nodes[0], progress)
 	checkMeasured(t, sides, res, floor)
 	return sizeResult{Services: n, Endpoints: cfg.Endpoints, When: time.Now().UTC(), LoadAvg: loadAvg(),
-		Load: ls, Floor: floor, Figures: figures(res, floor)}
+		Load: ls, Floor: floor, Figures: figures(n, res, floor)}
 }
 
 // measureStart starts both proxies at once and polls each until it programmed every Service.
@@ -223,6 +236,29 @@ func pollUntil(timeout, interval time.Duration, cond func() (bool, string)) erro
 		}
 		<-tick.C
 	}
+}
+
+// measureMemory reads both proxies' RSS, the agent's Go heap in use and its node's
+// ovs-vswitchd RSS, then saves the agent's heap profile (after a collection, so after the
+// figures).
+func measureMemory(t *testing.T, ctx context.Context, sides []*side, res []*result, prof *profiler, progress func(string, ...any)) {
+	var err error
+	for i, s := range sides {
+		if res[i].RSS, err = rssMB(s.Node.ProxyPID()); err != nil {
+			t.Fatalf("%s RSS: %v", s.Name, err)
+		}
+	}
+	if res[0].HeapInUse, err = prof.heapInUseMB(ctx); err != nil {
+		t.Fatalf("the agent's heap: %v", err)
+	}
+	if res[0].OVSRSS, err = rssMB(sides[0].Node.OVS.VSwitchdPID()); err != nil {
+		t.Fatalf("ovs-vswitchd RSS: %v", err)
+	}
+	if err := prof.saveHeap(ctx); err != nil {
+		t.Errorf("the agent's heap profile: %v", err)
+	}
+	progress("RSS %.0f / %.0f MB, agent heap in use %.0f MB, ovs-vswitchd RSS %.0f MB; profiles in %s",
+		res[0].RSS, res[1].RSS, res[0].HeapInUse, res[0].OVSRSS, prof.dir)
 }
 
 // measureIdle takes the CPU time of both proxies and of the agent node's ovs-vswitchd over

@@ -104,3 +104,14 @@ add rule ip kube-proxy service-Y-bench/svc-00002/tcp/http goto endpoint-C-bench/
 	require.False(t, check("service-X-bench/svc-00001/tcp/http", "172.16.0.3", 8080), "another Service's endpoint")
 	require.True(t, check("service-Y-bench/svc-00002/tcp/http", "172.16.0.3", 8080), "a jump to the endpoint's chain")
 }
+
+// TestParseMemStat: the heap in use of a heap profile's text form, in MB; a missing figure is
+// an error.
+func TestParseMemStat(t *testing.T) {
+	text := []byte("heap profile: 1: 2 [3: 4] @ heap/1048576\n\n# runtime.MemStats\n# Alloc = 1\n# HeapInuse = 104857600\n# HeapReleased = 0\n")
+	mb, err := parseMemStat(text, "HeapInuse")
+	require.NoError(t, err)
+	require.InDelta(t, 100, mb, 1e-9)
+	_, err = parseMemStat(text, "StackInuse")
+	require.Error(t, err)
+}

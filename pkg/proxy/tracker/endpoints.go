@@ -22,18 +22,54 @@ type EndpointsChangeTracker struct {
 	onChange func()
 
 	mu sync.Mutex
-	// slices holds the current slices of each Service, by slice name.
-	slices map[types.NamespacedName]map[string]*discovery.EndpointSlice
+	// slices holds the current slices of each Service with at least one, and their generation.
+	slices map[types.NamespacedName]serviceSlices
 	// owners maps each stored slice (namespace and slice name) to the Service it is stored under.
 	owners map[types.NamespacedName]types.NamespacedName
 	dirty  sets.Set[types.NamespacedName]
 	// triggerTimes holds, per dirty Service, the latest last-change-trigger-time seen on one of
 	// its changed slices since the last drain.
 	triggerTimes map[types.NamespacedName]time.Time
-	// gens holds, per Service with slices, the value of counter when its slices last changed
-	// (Generation).
-	gens    map[types.NamespacedName]uint64
-	counter uint64
+	counter      uint64
+}
+
+// serviceSlices are one Service's current slices, sorted by name (most Services have one: a
+// sorted array costs a pointer per slice where a map by name cost about 300 bytes per Service),
+// and gen, the value of the tracker's counter when they last changed (Generation).
+type serviceSlices struct {
+	gen    uint64
+	byName []*discovery.EndpointSlice
+}
+
+// find returns the index of the slice named name, or where it would be inserted.
+func (s serviceSlices) find(name string) (int, bool) {
+	return slices.BinarySearchFunc(s.byName, name, func(e *discovery.EndpointSlice, n string) int {
+		return strings.Compare(e.Name, n)
+	})
+}
+
+// get returns the slice named name, nil when none.
+func (s serviceSlices) get(name string) *discovery.EndpointSlice {
+	if i, ok := s.find(name); ok {
+		return s.byName[i]
+	}
+	return nil
+}
+
+// set stores slice, replacing the one of the same name.
+func (s *serviceSlices) set(slice *discovery.EndpointSlice) {
+	if i, ok := s.find(slice.Name); ok {
+		s.byName[i] = slice
+	} else {
+		s.byName = slices.Insert(s.byName, i, slice)
+	}
+}
+
+// remove forgets the slice named name.
+func (s *serviceSlices) remove(name string) {
+	if i, ok := s.find(name); ok {
+		s.byName = slices.Delete(s.byName, i, i+1)
+	}
 }
 
 // NewEndpointsChangeTracker returns an empty tracker. onChange, if not nil, is called (without
@@ -41,11 +77,10 @@ type EndpointsChangeTracker struct {
 func NewEndpointsChangeTracker(onChange func()) *EndpointsChangeTracker {
 	return &EndpointsChangeTracker{
 		onChange:     onChange,
-		slices:       map[types.NamespacedName]map[string]*discovery.EndpointSlice{},
+		slices:       map[types.NamespacedName]serviceSlices{},
 		owners:       map[types.NamespacedName]types.NamespacedName{},
 		dirty:        sets.New[types.NamespacedName](),
 		triggerTimes: map[types.NamespacedName]time.Time{},
-		gens:         map[types.NamespacedName]uint64{},
 	}
 }
 
@@ -102,17 +137,16 @@ func (t *EndpointsChangeTracker) applyLocked(oldSlice, newSlice *discovery.Endpo
 	if !ok {
 		return changed
 	}
+	ss := t.slices[newOwner]
 	if had {
-		if cur := t.slices[newOwner][id.Name]; cur != nil && sameSlice(cur, newSlice) {
+		if cur := ss.get(id.Name); cur != nil && sameSlice(cur, newSlice) {
 			// Informer resync or a metadata-only update: nothing the proxier uses changed.
-			t.slices[newOwner][id.Name] = newSlice
+			ss.set(newSlice)
 			return changed
 		}
 	}
-	if t.slices[newOwner] == nil {
-		t.slices[newOwner] = map[string]*discovery.EndpointSlice{}
-	}
-	t.slices[newOwner][id.Name] = newSlice
+	ss.set(newSlice)
+	t.slices[newOwner] = ss
 	t.owners[id] = newOwner
 	t.markLocked(newOwner)
 	t.recordTriggerTime(newOwner, newSlice)
@@ -122,19 +156,24 @@ func (t *EndpointsChangeTracker) applyLocked(oldSlice, newSlice *discovery.Endpo
 // removeLocked forgets slice id stored under Service svc and marks svc dirty.
 func (t *EndpointsChangeTracker) removeLocked(id, svc types.NamespacedName) {
 	delete(t.owners, id)
-	delete(t.slices[svc], id.Name)
-	t.markLocked(svc)
-	if len(t.slices[svc]) == 0 {
+	ss := t.slices[svc]
+	ss.remove(id.Name)
+	if len(ss.byName) == 0 {
 		delete(t.slices, svc)
-		delete(t.gens, svc)
+	} else {
+		t.slices[svc] = ss
 	}
+	t.markLocked(svc)
 }
 
 // markLocked marks svc dirty and gives its slices a new generation.
 func (t *EndpointsChangeTracker) markLocked(svc types.NamespacedName) {
 	t.dirty.Insert(svc)
 	t.counter++
-	t.gens[svc] = t.counter
+	if ss, ok := t.slices[svc]; ok {
+		ss.gen = t.counter
+		t.slices[svc] = ss
+	}
 }
 
 // Generation returns a number that changes whenever the slices of svc change (0 when it has
@@ -143,7 +182,16 @@ func (t *EndpointsChangeTracker) markLocked(svc types.NamespacedName) {
 func (t *EndpointsChangeTracker) Generation(svc types.NamespacedName) uint64 {
 	t.mu.Lock()
 	defer t.mu.Unlock()
-	return t.gens[svc]
+	return t.slices[svc].gen
+}
+
+// LastGeneration returns the latest generation handed out to any Service (0 before the first
+// slice): the same number means that no Service's slices changed in between, so a caller that
+// compares every Service's Generation with what it computed from can skip the walk.
+func (t *EndpointsChangeTracker) LastGeneration() uint64 {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	return t.counter
 }
 
 func (t *EndpointsChangeTracker) recordTriggerTime(svc types.NamespacedName, slice *discovery.EndpointSlice) {
@@ -166,16 +214,7 @@ func (t *EndpointsChangeTracker) recordTriggerTime(svc types.NamespacedName, sli
 func (t *EndpointsChangeTracker) SlicesFor(svc types.NamespacedName) []*discovery.EndpointSlice {
 	t.mu.Lock()
 	defer t.mu.Unlock()
-	byName := t.slices[svc]
-	if len(byName) == 0 {
-		return nil
-	}
-	out := make([]*discovery.EndpointSlice, 0, len(byName))
-	for _, s := range byName {
-		out = append(out, s)
-	}
-	slices.SortFunc(out, func(a, b *discovery.EndpointSlice) int { return strings.Compare(a.Name, b.Name) })
-	return out
+	return slices.Clone(t.slices[svc].byName)
 }
 
 // Services returns every Service that currently has at least one slice.

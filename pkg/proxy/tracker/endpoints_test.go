@@ -287,3 +287,54 @@ func TestEndpointSliceGeneration(t *testing.T) {
 	tr.OnEndpointSliceAdd(s1)
 	require.Greater(t, tr.Generation(barNN), g3, "a re-created Service reused a generation")
 }
+
+// TestSlicesForSortedAcrossChanges: a Service's slices come back sorted by name whatever the
+// order they arrived, moved or left in; an update replaces its slice in place; the returned
+// array is the caller's; Generation changes with every change and is 0 once the last slice is
+// gone.
+func TestSlicesForSortedAcrossChanges(t *testing.T) {
+	tr := NewEndpointsChangeTracker(nil)
+	for _, n := range []string{"bar-c", "bar-a", "bar-d", "bar-b"} {
+		tr.OnEndpointSliceAdd(slice(n, "bar", "1", "10.0.0.1"))
+	}
+	require.Equal(t, []string{"bar-a", "bar-b", "bar-c", "bar-d"}, sliceNames(tr.SlicesFor(barNN)))
+	g1 := tr.Generation(barNN)
+	tr.OnEndpointSliceUpdate(slice("bar-b", "bar", "1", "10.0.0.1"), slice("bar-b", "bar", "2", "10.0.0.2"))
+	got := tr.SlicesFor(barNN)
+	require.Equal(t, []string{"bar-a", "bar-b", "bar-c", "bar-d"}, sliceNames(got))
+	require.Equal(t, "10.0.0.2", got[1].Endpoints[0].Addresses[0])
+	g2 := tr.Generation(barNN)
+	require.NotEqual(t, g1, g2)
+	got[0] = nil // the caller's array
+	require.Equal(t, "bar-a", tr.SlicesFor(barNN)[0].Name)
+	tr.OnEndpointSliceDelete(slice("bar-c", "bar", "1"))
+	tr.OnEndpointSliceUpdate(slice("bar-a", "bar", "1"), slice("bar-a", "other", "3", "10.0.0.3"))
+	require.Equal(t, []string{"bar-b", "bar-d"}, sliceNames(tr.SlicesFor(barNN)))
+	require.Equal(t, []string{"bar-a"}, sliceNames(tr.SlicesFor(types.NamespacedName{Namespace: "ns", Name: "other"})))
+	require.NotEqual(t, g2, tr.Generation(barNN))
+	tr.OnEndpointSliceDelete(slice("bar-b", "bar", "1"))
+	tr.OnEndpointSliceDelete(slice("bar-d", "bar", "1"))
+	require.Nil(t, tr.SlicesFor(barNN))
+	require.Zero(t, tr.Generation(barNN))
+	require.False(t, tr.Services().Has(barNN))
+}
+
+// TestLastGeneration: it moves with every change of any Service's slices and with nothing else
+// (an informer resync of an unchanged slice, a drain).
+func TestLastGeneration(t *testing.T) {
+	tr := NewEndpointsChangeTracker(nil)
+	require.Zero(t, tr.LastGeneration())
+	s := slice("bar-a", "bar", "1", "10.0.0.1")
+	tr.OnEndpointSliceAdd(s)
+	g := tr.LastGeneration()
+	require.NotZero(t, g)
+	require.Equal(t, tr.Generation(barNN), g)
+	tr.OnEndpointSliceUpdate(s, slice("bar-a", "bar", "2", "10.0.0.1"))
+	tr.DrainDirty()
+	require.Equal(t, g, tr.LastGeneration(), "a resync and a drain change nothing")
+	tr.OnEndpointSliceAdd(slice("foo-a", "foo", "1", "10.0.0.2"))
+	require.Greater(t, tr.LastGeneration(), g)
+	g = tr.LastGeneration()
+	tr.OnEndpointSliceDelete(slice("foo-a", "foo", "1"))
+	require.Greater(t, tr.LastGeneration(), g)
+}

@@ -187,6 +187,8 @@ type AgentOptions struct {
 	ProxyLoadBalancerIPs bool
 	// MinSyncInterval is antreaProxy.minSyncInterval; 0 means 200ms.
 	MinSyncInterval time.Duration
+	// EnablePprof serves the agent's runtime profiles on its API socket (enablePprof).
+	EnablePprof bool
 }
 
 // agentConfig is the node's antrea-agent.conf for opts.
@@ -204,6 +206,7 @@ func (n *Node) agentConfig(opts AgentOptions) *config.AgentConfig {
 		OVSRunDir:       n.OVS.RunDir,
 		HostGateway:     config.DefaultHostGateway,
 		APISocket:       n.API.Socket,
+		EnablePprof:     opts.EnablePprof,
 		AntreaProxy: config.AntreaProxyConfig{
 			ProxyAll:             true,
 			ProxyLoadBalancerIPs: &lbIPs,

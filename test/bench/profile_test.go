@@ -1,0 +1,124 @@
+//go:build bench
+
+package bench
+
+import (
+	"context"
+	"fmt"
+	"io"
+	"net"
+	"net/http"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"time"
+)
+
+// profiler reads the agent's runtime profiles (enablePprof, served on its API socket to root
+// only: the benchmark runs as root) and writes them to dir, named for the size.
+type profiler struct {
+	client *http.Client
+	dir    string
+	size   int
+}
+
+func newProfiler(socket, dir string, size int) *profiler {
+	tr := &http.Transport{
+		DialContext: func(ctx context.Context, _, _ string) (net.Conn, error) {
+			var d net.Dialer
+			return d.DialContext(ctx, "unix", socket)
+		},
+		DisableKeepAlives: true,
+	}
+	return &profiler{client: &http.Client{Transport: tr}, dir: dir, size: size}
+}
+
+// get is GET /debug/pprof/<path> on the agent.
+func (p *profiler) get(ctx context.Context, path string) ([]byte, error) {
+	req, err := http.NewRequestWithContext(ctx, http.MethodGet, "http://antrea-agent/debug/pprof/"+path, nil)
+	if err != nil {
+		return nil, err
+	}
+	resp, err := p.client.Do(req)
+	if err != nil {
+		return nil, err
+	}
+	defer resp.Body.Close()
+	b, err := io.ReadAll(resp.Body)
+	if err == nil && resp.StatusCode != http.StatusOK {
+		err = fmt.Errorf("/debug/pprof/%s: HTTP %d: %.200s", path, resp.StatusCode, b)
+	}
+	return b, err
+}
+
+// heapInUseMB is the agent's Go heap in use (runtime.MemStats.HeapInuse) as its heap profile's
+// text form reports it, without forcing a collection.
+func (p *profiler) heapInUseMB(ctx context.Context) (float64, error) {
+	b, err := p.get(ctx, "heap?debug=1")
+	if err != nil {
+		return 0, err
+	}
+	return parseMemStat(b, "HeapInuse")
+}
+
+// parseMemStat reads "# <name> = <bytes>" of a heap profile's text form, in MB.
+func parseMemStat(text []byte, name string) (float64, error) {
+	prefix := "# " + name + " = "
+	for _, line := range strings.Split(string(text), "\n") {
+		if v, ok := strings.CutPrefix(line, prefix); ok {
+			n, err := strconv.ParseFloat(strings.TrimSpace(v), 64)
+			return n / (1 << 20), err
+		}
+	}
+	return 0, fmt.Errorf("no %q in the heap profile", name)
+}
+
+// saveHeap writes the agent's heap profile (after a collection) as heap-<size>.pb.gz and the
+// top of its in-use space as heap-<size>.txt.
+func (p *profiler) saveHeap(ctx context.Context) error {
+	b, err := p.get(ctx, "heap?gc=1")
+	if err != nil {
+		return err
+	}
+	return p.save("heap", b, "-sample_index=inuse_space")
+}
+
+// saveCPU profiles the agent's CPU for d (while the caller measures something else) and writes
+// it as cpu-<size>.pb.gz with the top of it as cpu-<size>.txt.
+func (p *profiler) saveCPU(ctx context.Context, d time.Duration) error {
+	b, err := p.get(ctx, fmt.Sprintf("profile?seconds=%d", int(d.Seconds())))
+	if err != nil {
+		return err
+	}
+	return p.save("cpu", b)
+}
+
+// save writes a profile and `go tool pprof -top` of it (flat and cumulative); nothing without
+// a results directory.
+func (p *profiler) save(kind string, b []byte, args ...string) error {
+	if p.dir == "" {
+		return nil
+	}
+	if err := os.MkdirAll(p.dir, 0o755); err != nil {
+		return err
+	}
+	f := filepath.Join(p.dir, fmt.Sprintf("%s-%d.pb.gz", kind, p.size))
+	if err := os.WriteFile(f, b, 0o644); err != nil {
+		return err
+	}
+	var top []byte
+	for _, order := range []string{"-top", "-cum"} {
+		a := append([]string{"tool", "pprof", "-top", "-nodecount=40"}, args...)
+		if order == "-cum" {
+			a = append(a, "-cum")
+		}
+		out, err := exec.Command("go", append(a, f)...).CombinedOutput()
+		if err != nil {
+			return fmt.Errorf("go tool pprof %s: %v: %.500s", f, err, out)
+		}
+		top = append(top, out...)
+	}
+	return os.WriteFile(strings.TrimSuffix(f, ".pb.gz")+".txt", top, 0o644)
+}

@@ -21,6 +21,11 @@ import (
 // the repeated gratuitous announcements.
 const announceInterval = 500 * time.Millisecond
 
+// uplinkRefresh is how long the announcer keeps the uplink it looked up when no Service or Node
+// changed and the last pass succeeded: a pass looks it up again after a change, after a failed
+// pass, and at least this often (an address moved to another interface is followed within it).
+const uplinkRefresh = 10 * time.Second
+
 // lbServed describes the LoadBalancer Services antrea-controller serves, whose addresses this
 // node may announce: those of class Class, and those without a class when Classless.
 type lbServed struct {
@@ -133,8 +138,9 @@ func (d *DataPath) runAnnouncer(ctx context.Context, factory informers.SharedInf
 	// walking every Service.
 	var want []netip.Addr
 	recompute := true
+	var up uplinkCache
 	for {
-		uplink := d.uplink(nodeInf.Lister().Get)
+		uplink := up.get(recompute || lastErr != "", time.Now(), func() string { return d.uplink(nodeInf.Lister().Get) })
 		if recompute {
 			svcs, _ := svcInf.Lister().List(labels.Everything())
 			want = announcedIPs(d.cfg.NodeName, d.lbServed(), svcs, d.exposedIPs())
@@ -170,6 +176,21 @@ func (d *DataPath) runAnnouncer(ctx context.Context, factory informers.SharedInf
 		case <-t.C:
 		}
 	}
+}
+
+// uplinkCache keeps the announcer's uplink between passes (uplinkRefresh).
+type uplinkCache struct {
+	name string
+	at   time.Time // when name was looked up; zero: never
+}
+
+// get returns the cached uplink, looked up again first when force is set or it is older than
+// uplinkRefresh.
+func (c *uplinkCache) get(force bool, now time.Time, lookup func() string) string {
+	if force || c.at.IsZero() || now.Sub(c.at) >= uplinkRefresh {
+		c.name, c.at = lookup(), now
+	}
+	return c.name
 }
 
 // handOver releases the announcer Lease and, when this node announces addresses, keeps

@@ -3,6 +3,7 @@ package agent
 import (
 	"net/netip"
 	"testing"
+	"time"
 
 	"github.com/stretchr/testify/require"
 	v1 "k8s.io/api/core/v1"
@@ -114,4 +115,32 @@ func TestAnnouncedIPsOnlyAllocated(t *testing.T) {
 	owner := ingress(annotated("172.18.0.5=node-2"), "172.18.0.5", &vipMode)
 	forger := annotated("172.18.0.5=node-1")
 	require.Empty(t, announcedIPs("node-1", served, []*v1.Service{owner, forger}, programmed))
+}
+
+// TestUplinkCache: the announcer looks its uplink up on the first pass, when forced (a Service
+// or Node changed, the last pass failed) and once it is uplinkRefresh old, not on every pass.
+func TestUplinkCache(t *testing.T) {
+	var c uplinkCache
+	lookups := 0
+	names := []string{"eth0", "eth1", "eth2", "eth3"}
+	lookup := func() string { lookups++; return names[lookups-1] }
+	t0 := time.Unix(1000, 0)
+	steps := []struct {
+		force   bool
+		after   time.Duration
+		want    string
+		lookups int
+	}{
+		{false, 0, "eth0", 1},
+		{false, announceInterval, "eth0", 1},
+		{false, uplinkRefresh - time.Millisecond, "eth0", 1},
+		{true, uplinkRefresh - time.Millisecond, "eth1", 2},
+		{false, uplinkRefresh - time.Millisecond + announceInterval, "eth1", 2},
+		{false, 2*uplinkRefresh - time.Millisecond, "eth2", 3},
+	}
+	for i, s := range steps {
+		if got := c.get(s.force, t0.Add(s.after), lookup); got != s.want || lookups != s.lookups {
+			t.Fatalf("step %d (force %v, +%v): %q after %d lookups, want %q after %d", i, s.force, s.after, got, lookups, s.want, s.lookups)
+		}
+	}
 }

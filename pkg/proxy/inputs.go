@@ -57,6 +57,16 @@ func (p *Proxier) noteNodeInputs() bool {
 	return true
 }
 
+// resyncWalk is what the last walk of every Service's inputs (markChanged) saw: a full resync
+// walks again only when due, that is when a sync since then drained a Service change, flipped a
+// budget refusal, or saw other ServiceCIDRs or other EndpointSlices (gather).
+type resyncWalk struct {
+	due       bool
+	slicesGen uint64 // the endpoints tracker's LastGeneration before the walk
+	cidrGen   uint64
+	count     uint64 // walks so far (tests)
+}
+
 // markChanged marks dirty every Service, installed or known, whose inputs differ from those of
 // its last committed computation, or every one of them when all is set.
 func (p *Proxier) markChanged(all bool) {

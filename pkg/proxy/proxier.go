@@ -56,6 +56,7 @@ type Proxier struct {
 	committedInputs map[types.NamespacedName]svcInputs
 	svcNode         svcNodeInputs
 	svcNodeGen      uint64
+	walk            resyncWalk
 	// recomputeAll makes full resyncs recompute every Service, whatever changed (benchmarks
 	// compare it with the default).
 	recomputeAll bool

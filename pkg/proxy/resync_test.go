@@ -61,11 +61,15 @@ func resyncHarness(t *testing.T) (*harness, []*v1.Service) {
 var web1 = types.NamespacedName{Namespace: "ns1", Name: "web1"}
 
 // TestIdleFullResyncComputesNothing: a periodic full resync with nothing changed computes no
-// Service and sends no bundle; one that follows one changed Service computes only that one.
+// Service, sends no bundle and does not even walk the Services' inputs (after the walk of the
+// first one, which follows the initial sync); one that follows one changed Service walks them
+// and computes only that one.
 func TestIdleFullResyncComputesNothing(t *testing.T) {
 	h, svcs := resyncHarness(t)
 	c := countComputes(h.p)
 	applies := h.bridge.ApplyCount()
+	h.fullSync()
+	walks := h.p.walk.count
 	h.fullSync()
 	h.fullSync()
 	if c.total() != 0 {
@@ -74,12 +78,18 @@ func TestIdleFullResyncComputesNothing(t *testing.T) {
 	if got := h.bridge.ApplyCount(); got != applies {
 		t.Fatalf("idle full resyncs sent %d bundles", got-applies)
 	}
+	if got := h.p.walk.count - walks; got != 0 {
+		t.Fatalf("idle full resyncs walked every Service's inputs %d times, want 0", got)
+	}
 
 	h.updateSlice(twoEndpointSlices(svcs[1])[0], makeSlice("ns1", "web1", "web1-http", 8080, v1.ProtocolTCP, "http",
 		ep{ip: "10.10.9.9", node: "node-b", ready: true}))
 	h.fullSync()
 	if len(c) != 1 || c[web1] != 1 {
 		t.Fatalf("a full resync after one change computed %v, want web1 once", c)
+	}
+	if got := h.p.walk.count - walks; got != 1 {
+		t.Fatalf("a full resync after one change walked the Services' inputs %d times, want 1", got)
 	}
 	if !strings.Contains(h.bridge.Dump(), "10.10.9.9") {
 		t.Fatalf("the changed endpoint is not installed:\n%s", h.bridge.Dump())

@@ -240,8 +240,13 @@ func (p *Proxier) gather(start time.Time, full bool) *syncInput {
 	p.dirtyAll(in.drained.Services())
 	// A full resync recomputes only the Services whose inputs changed since their last
 	// committed computation; a change of the node-level inputs (the served families, the zone)
-	// changes every Service.
-	if all := nodeChanged || (full && p.recomputeAll); all || full {
+	// changes every Service. Every input change also marks its Services dirty where it happens,
+	// so the walk is a safety net: a full resync skips it when no input moved since the last one.
+	slicesGen := p.track.Endpoints.LastGeneration()
+	p.walk.due = p.walk.due || len(in.drained.ServiceChanges) > 0 || len(flipped) > 0 ||
+		cidrGen != p.walk.cidrGen || slicesGen != p.walk.slicesGen
+	if all := nodeChanged || (full && p.recomputeAll); all || (full && p.walk.due) {
+		p.walk = resyncWalk{slicesGen: slicesGen, cidrGen: cidrGen, count: p.walk.count + 1}
 		p.markChanged(all)
 	}
 	n := p.nodeConfig()

@@ -20,6 +20,8 @@ type Stats struct {
 	Dropped uint64
 	// Malformed packet-ins could not be decoded.
 	Malformed uint64
+	// Keepalives are the keepalive's echo requests the switch answered.
+	Keepalives uint64
 }
 
 // Conn is an established OpenFlow connection to a switch, of one version (Options.Version). A
@@ -43,7 +45,7 @@ type Conn struct {
 	holds    atomic.Int32 // Holds in force: a missed echo then does not end the connection
 
 	packetIns chan *PacketIn
-	stats     struct{ packetIns, dropped, malformed atomic.Uint64 }
+	stats     struct{ packetIns, dropped, malformed, keepalives atomic.Uint64 }
 
 	closeOnce sync.Once
 	done      chan struct{}
@@ -230,9 +232,10 @@ func (c *Conn) Err() error {
 	return c.err
 }
 
-// Stats returns the packet-in counters.
+// Stats returns the packet-in and keepalive counters.
 func (c *Conn) Stats() Stats {
-	return Stats{PacketIns: c.stats.packetIns.Load(), Dropped: c.stats.dropped.Load(), Malformed: c.stats.malformed.Load()}
+	return Stats{PacketIns: c.stats.packetIns.Load(), Dropped: c.stats.dropped.Load(), Malformed: c.stats.malformed.Load(),
+		Keepalives: c.stats.keepalives.Load()}
 }
 
 // Close ends the connection.

@@ -66,8 +66,16 @@ func TestIntegrationMgmtSocketGetsPacketIns(t *testing.T) {
 	case <-time.After(5 * time.Second):
 		t.Fatalf("no packet-in within 5s on the management socket; flows:\n%s", dumpFlows(o, br))
 	}
-	// Several echo intervals pass without the connection dying.
-	time.Sleep(500 * time.Millisecond)
+	// The keepalive's echoes are answered several times over without the connection dying.
+	for c.Stats().Keepalives < 3 {
+		select {
+		case <-c.Done():
+			t.Fatalf("the connection ended after %d answered keepalives: %v", c.Stats().Keepalives, c.Err())
+		case <-ctx.Done():
+			t.Fatalf("%d answered keepalives within 30 s, want 3", c.Stats().Keepalives)
+		case <-time.After(20 * time.Millisecond): // polling the counter
+		}
+	}
 	require.NoError(t, c.Echo(ctx))
 	require.NoError(t, c.Err())
 }

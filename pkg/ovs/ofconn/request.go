@@ -269,5 +269,8 @@ func (c *Conn) keepalive() {
 			c.CloseWithError(fmt.Errorf("no echo reply within %v: %w", c.opts.EchoTimeout, err))
 			return
 		}
+		if err == nil {
+			c.stats.keepalives.Add(1)
+		}
 	}
 }

@@ -27,11 +27,22 @@ pkgs=$(go list ./...)
 build_helm() {
   bash hack/build-helm.sh
 }
+# run_harness_units runs the tests of the slower suites' harnesses that need no cluster, no root
+# and no sandbox (build tags cluster and bench): ProxyLB's model and relays on 127.0.0.1, the
+# upstream run's options and JUnit report, the bench's growth fits and parsers.
+run_harness_units() {
+  echo "== the suites' harness tests (tags cluster and bench; no cluster) =="
+  go test -count=1 -tags cluster \
+    -run '^(TestFindEndpointFirstPickup|TestDesiredFrontends.*|TestFrontend.*|TestProxyLBFollowsServiceChanges|TestKeepAliveScriptOneWrite|TestParseJUnit.*|TestUpstreamOptions.*)$' ./test/cluster/
+  go test -count=1 -tags bench \
+    -run '^(TestGrowthExponent|TestFormatGrowth|TestFitPerService|TestChainHolds|TestParseMemStat)$' ./test/bench/
+}
 run_unit() {
   build_helm
   # -race needs cgo (and gcc, installed by hack/setup.sh).
   echo "== unit tests (go test -race -short) =="
   CGO_ENABLED=1 go test -race -short -count=1 $pkgs
+  run_harness_units
 }
 # fuzz_targets prints "package target" for every fuzz target in the tree: packages whose test
 # files define a Fuzz function, asked for their exact list with go test -list.
@@ -85,6 +96,7 @@ run_all() {
   build_helm
   echo "== unit and integration tests (go test -race; real Open vSwitch, userspace datapath) =="
   CGO_ENABLED=1 go test -race -count=1 -timeout 30m $pkgs
+  run_harness_units
 }
 run_integration() {
   echo "== integration tests (real Open vSwitch, userspace datapath; slower) =="

@@ -71,12 +71,13 @@ func tableName(t uint8) string {
 
 func steps(tr *oftrace.Trace) []apiv1.TraceStep {
 	out := make([]apiv1.TraceStep, 0, len(tr.Steps))
+	names := pipeline.Names()
 	for _, s := range tr.Steps {
 		st := apiv1.TraceStep{Depth: s.Depth, Table: s.Table, TableName: tableName(s.Table), Text: s.Text}
 		switch s.Kind {
 		case oftrace.StepFlow:
 			st.Kind, st.Priority = "flow", s.Flow.Priority
-			st.Match, st.Actions = of.FormatMatch(&s.Flow.Match), of.FormatActions(s.Flow.Actions)
+			st.Match, st.Actions = of.FormatMatchNamed(&s.Flow.Match, names), of.FormatActionsNamed(s.Flow.Actions, names)
 		case oftrace.StepMiss:
 			st.Kind, st.Text = "miss", "no flow matched (table miss: drop)"
 		case oftrace.StepGroup:

@@ -101,11 +101,11 @@ func TestTraceWhy(t *testing.T) {
 		in                     *Inputs
 		verdict, table, reason string
 	}{
-		{"no endpoints", "pod:ns/client", "10.96.0.20:80", lbOn, "reject", "ServiceLB", "ns/empty:http has no endpoint"},
+		{"no endpoints", "pod:ns/client", "10.96.0.20:80", lbOn, "reject", "RejectMeter", "ns/empty:http has no endpoint"},
 		{"ipMode Proxy", "external", "172.18.0.21:80", lbOn, "drop", "L3Forwarding", "skipped: ipMode=Proxy"},
 		{"eTP Local without local endpoints", "external:198.51.100.7", "192.168.77.10:30022", lbOn, "drop", "ServiceLB", "externalTrafficPolicy=Local"},
 		{"source range", "external:198.51.100.7", "172.18.0.23:80", lbOn, "drop", "ServiceLB", "not in loadBalancerSourceRanges"},
-		{"undefined port", "pod:ns/client", "10.96.0.10:81", lbOn, "reject", "ServiceLB", "undefined port"},
+		{"undefined port", "pod:ns/client", "10.96.0.10:81", lbOn, "reject", "RejectMeter", "undefined port"},
 		{"no Service", "pod:ns/client", "10.96.5.5:80", lbOn, "output", "L3Forwarding", "no Service programmed on this node serves 10.96.5.5:80/TCP"},
 		{"proxyLoadBalancerIPs=false", "external", "172.18.0.24:80", lbOff, "drop", "L3Forwarding", "skipped: proxyLoadBalancerIPs=false"},
 	} {

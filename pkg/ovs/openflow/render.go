@@ -70,6 +70,9 @@ func FormatCookieFilter(cookie, mask uint64) string {
 // FormatMatch renders a match in OVS's dump order.
 func FormatMatch(m *Match) string { return formatMatch(m, nil) }
 
+// FormatMatchNamed is FormatMatch with n's table and register names (for display).
+func FormatMatchNamed(m *Match, n *Names) string { return formatMatch(m, n) }
+
 func formatMatch(m *Match, n *Names) string {
 	var p joiner
 	if m.PktMark != nil {
@@ -334,6 +337,9 @@ func FormatCtState(s CtState) string {
 
 // FormatActions renders an action list; an empty list renders as "drop".
 func FormatActions(actions []Action) string { return formatActions(actions, nil) }
+
+// FormatActionsNamed is FormatActions with n's table and register names (for display).
+func FormatActionsNamed(actions []Action, n *Names) string { return formatActions(actions, n) }
 
 func formatActions(actions []Action, n *Names) string {
 	if len(actions) == 0 {

@@ -18,6 +18,7 @@ import (
 	clocktesting "k8s.io/utils/clock/testing"
 
 	"github.com/antrea-proxy/antrea-proxy/pkg/agent/servicetrace"
+	"github.com/antrea-proxy/antrea-proxy/pkg/config"
 	"github.com/antrea-proxy/antrea-proxy/pkg/model"
 	"github.com/antrea-proxy/antrea-proxy/pkg/ovs/openflow/openflowtest"
 	"github.com/antrea-proxy/antrea-proxy/pkg/pipeline"
@@ -64,12 +65,15 @@ type Node struct {
 	Bridge *openflowtest.FakeBridge
 }
 
-// NewNode returns a node whose proxier serves IPv4 (and LB IPs when proxyLBIPs).
+// NewNode returns a node whose proxier serves IPv4 (and LB IPs when proxyLBIPs), with the
+// agent's default reject meters.
 func NewNode(t *testing.T, proxyLBIPs bool) *Node {
 	t.Helper()
 	opts := proxy.Options{NodeName: NodeName, ProxyLoadBalancerIPs: proxyLBIPs, Families: model.Families{IPv4: true},
 		GatewayOFPort: GatewayPort, GatewayIPv4: netip.MustParseAddr(ServiceVIP), Clock: clocktesting.NewFakeClock(Now())}
 	opts.Round = 1
+	// The agent's default rate limits: rejected packets pass the RejectMeter table's meters.
+	opts.RejectMeters = config.DefaultRejectMeters
 	b := openflowtest.NewFakeBridge()
 	p, err := proxy.New(opts, b)
 	if err != nil {

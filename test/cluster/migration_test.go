@@ -21,11 +21,12 @@ import (
 // TestClusterKubeProxyMigration is `make test-cluster-migration`: a cluster that runs kube-proxy
 // (nftables mode) and the chart with antreaProxy.proxyAll=false moves to antrea-proxy alone with
 // the sequence of docs/getting-started.md "Migrating from kube-proxy" (helm upgrade
-// proxyAll=true, then kube-proxy stopped and `kube-proxy --cleanup` on every node, then the agents
-// restarted to take kube-proxy's healthz and metrics ports), and back,
+// proxyAll=true, then kube-proxy stopped and `kube-proxy --cleanup` on every node; the agents
+// take kube-proxy's healthz and metrics ports once they are free, without a restart), and back,
 // while clients keep a long-lived connection from a Pod to a ClusterIP and open new connections
 // every 100 ms from a node's host network to the ClusterIP and from outside to a NodePort and an
-// LoadBalancer IP. It reports the failed connections and the longest gap of each, fails when one
+// LoadBalancer IP. kube-proxy runs as a process in each node's network namespace, not as the
+// DaemonSet the document deletes; the steps on the nodes are the same. It reports the failed connections and the longest gap of each, fails when one
 // does not recover, and checks that no kube-proxy table or chain remains on any node.
 func TestClusterKubeProxyMigration(t *testing.T) {
 	c := Start(t, nodeCount(t))

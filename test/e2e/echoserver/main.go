@@ -5,7 +5,9 @@
 //
 // the pod's name and the client address it saw, so a test learns which backend answered and
 // from which source the connection arrived (the client pod, a node, or the external load
-// balancer). It prints "listening <addr>" once every socket is open.
+// balancer). A UDP datagram "seq <n>" is answered "<name> <client-ip:port> <n>", so that a
+// client sending a stream of datagrams learns which ones were answered. It prints
+// "listening <addr>" once every socket is open.
 package main
 
 import (
@@ -15,6 +17,7 @@ import (
 	"net/http"
 	"os"
 	"strconv"
+	"strings"
 	"time"
 )
 
@@ -44,11 +47,15 @@ func serve(name, host string, port, httpPort int) error {
 	go func() {
 		buf := make([]byte, 2048)
 		for {
-			_, from, err := uc.ReadFrom(buf)
+			n, from, err := uc.ReadFrom(buf)
 			if err != nil {
 				return
 			}
-			_, _ = uc.WriteTo(reply(from.String()), from)
+			r := reply(from.String())
+			if seq, ok := strings.CutPrefix(strings.TrimSpace(string(buf[:n])), "seq "); ok {
+				r = []byte(name + " " + from.String() + " " + seq + "\n")
+			}
+			_, _ = uc.WriteTo(r, from)
 		}
 	}()
 	if httpPort != 0 {

@@ -216,8 +216,15 @@ func (s *Sandbox) WaitProgrammedWithin(ctx context.Context, timeout time.Duratio
 
 // LBProgrammed is a WaitProgrammed condition: ingress ip is (or is not) programmed on every row.
 func LBProgrammed(ip netip.Addr, programmed bool) func(rows []apiv1.ServicePort) (bool, string) {
+	family := "IPv4"
+	if ip.Is6() {
+		family = "IPv6"
+	}
 	return func(rows []apiv1.ServicePort) (bool, string) {
 		for _, r := range rows {
+			if r.IPFamily != "" && r.IPFamily != family {
+				continue // a row of the other family never carries ip
+			}
 			found := false
 			for _, in := range r.LoadBalancerIngress {
 				if in.IP != ip.String() {
@@ -251,8 +258,15 @@ func HasEndpoints(n int) func(rows []apiv1.ServicePort) (bool, string) {
 // LBIngressSeen is a WaitProgrammed condition: every row lists ingress ip with ipMode mode,
 // whatever the agent decided about it.
 func LBIngressSeen(ip netip.Addr, mode corev1.LoadBalancerIPMode) func(rows []apiv1.ServicePort) (bool, string) {
+	family := "IPv4"
+	if ip.Is6() {
+		family = "IPv6"
+	}
 	return func(rows []apiv1.ServicePort) (bool, string) {
 		for _, r := range rows {
+			if r.IPFamily != "" && r.IPFamily != family {
+				continue // a row of the other family never carries ip
+			}
 			found := false
 			for _, in := range r.LoadBalancerIngress {
 				if in.IP == ip.String() && in.IPMode == string(mode) {

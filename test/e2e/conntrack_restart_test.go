@@ -53,19 +53,9 @@ func TestUDPConntrackAgentRestart(t *testing.T) {
 	sb := framework.StartSandbox(t, framework.SandboxOptions{DualStack: true})
 	ctx := context.Background()
 	const ns = "ctrestart"
-	require.NoError(t, sb.CreateNamespace(ctx, ns))
 	n1, n2 := sb.Nodes[0], sb.Nodes[1]
-	labels := map[string]string{"app": "dns"}
-	pods, err := sb.RunPods(ctx, framework.EchoPod(ns, "client", n1, map[string]string{"app": "client"}),
-		framework.EchoPod(ns, "dns-1", n2, labels), framework.EchoPod(ns, "dns-2", n2, labels))
-	require.NoError(t, err)
-	clientNS, err := sb.PodNetNS(pods[0])
-	require.NoError(t, err)
-	spec := echoService(ns, "dns", "dns", corev1.ServiceTypeNodePort)
-	policy := corev1.IPFamilyPolicyRequireDualStack
-	spec.Spec.IPFamilyPolicy = &policy
-	svc := createService(t, sb, spec)
-	require.Len(t, svc.Spec.ClusterIPs, 2)
+	labels := udpDNSLabels
+	clientNS, svc := startUDPDNS(t, sb, ns, corev1.ServiceTypeNodePort)
 	require.NoError(t, sb.WaitProgrammed(ctx, ns, "dns", "with 2 endpoints", framework.HasEndpoints(2)))
 	np := nodePortOf(t, svc, "udp")
 	// From node1's host network the NodePort reaches OVS DNATed to the NodePort virtual IP.
@@ -96,7 +86,7 @@ func TestUDPConntrackAgentRestart(t *testing.T) {
 
 	// Scaled up while node1's agent is down.
 	n1.KillAgent(t)
-	_, err = sb.RunPods(ctx, framework.EchoPod(ns, "dns-3", n2, labels), framework.EchoPod(ns, "dns-4", n2, labels))
+	_, err := sb.RunPods(ctx, framework.EchoPod(ns, "dns-3", n2, labels), framework.EchoPod(ns, "dns-4", n2, labels))
 	require.NoError(t, err)
 	require.NoError(t, n1.StartAgentAgain(t, time.Minute))
 	waitEachNode(t, sb, ns, "dns", "with 4 endpoints", everyRow(func(_ *framework.Node, r apiv1.ServicePort) (bool, string) {
@@ -132,4 +122,28 @@ func TestUDPConntrackAgentRestart(t *testing.T) {
 	}
 	require.NotZero(t, onGone, "no client was on dns-1: the test proves nothing")
 	t.Logf("%d UDP clients over 6 frontends (2 families; ClusterIP, NodePort from a pod and from the host) kept their endpoints across two agent restarts; the %d on the endpoint removed while the agent was down moved within a second of every node reporting the change", len(clients), onGone)
+}
+
+// udpDNSLabels select the UDP tests' "dns" echo pods.
+var udpDNSLabels = map[string]string{"app": "dns"}
+
+// startUDPDNS creates namespace ns with a client pod on node1 and two "dns" echo pods on node2,
+// and a RequireDualStack Service "dns" of typ selecting them; it returns the client's network
+// namespace and the Service as the API server filled it in.
+func startUDPDNS(t *testing.T, sb *framework.Sandbox, ns string, typ corev1.ServiceType) (*framework.NetNS, *corev1.Service) {
+	t.Helper()
+	ctx := context.Background()
+	require.NoError(t, sb.CreateNamespace(ctx, ns))
+	n1, n2 := sb.Nodes[0], sb.Nodes[1]
+	pods, err := sb.RunPods(ctx, framework.EchoPod(ns, "client", n1, map[string]string{"app": "client"}),
+		framework.EchoPod(ns, "dns-1", n2, udpDNSLabels), framework.EchoPod(ns, "dns-2", n2, udpDNSLabels))
+	require.NoError(t, err)
+	clientNS, err := sb.PodNetNS(pods[0])
+	require.NoError(t, err)
+	spec := echoService(ns, "dns", "dns", typ)
+	policy := corev1.IPFamilyPolicyRequireDualStack
+	spec.Spec.IPFamilyPolicy = &policy
+	svc := createService(t, sb, spec)
+	require.Len(t, svc.Spec.ClusterIPs, 2)
+	return clientNS, svc
 }

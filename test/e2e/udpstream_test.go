@@ -167,22 +167,13 @@ func TestUDPStreamsAcrossAgentRestart(t *testing.T) {
 	sb := framework.StartSandbox(t, framework.SandboxOptions{DualStack: true, Agent: framework.AgentOptions{ProxyLoadBalancerIPs: true}})
 	ctx := context.Background()
 	const ns = "udpstream"
-	require.NoError(t, sb.CreateNamespace(ctx, ns))
 	n1, n2 := sb.Nodes[0], sb.Nodes[1]
-	labels := map[string]string{"app": "dns"}
-	pods, err := sb.RunPods(ctx, framework.EchoPod(ns, "client", n1, map[string]string{"app": "client"}),
-		framework.EchoPod(ns, "dns-1", n2, labels), framework.EchoPod(ns, "dns-2", n2, labels))
-	require.NoError(t, err)
-	clientNS, err := sb.PodNetNS(pods[0])
-	require.NoError(t, err)
-	spec := echoService(ns, "dns", "dns", corev1.ServiceTypeLoadBalancer)
-	policy := corev1.IPFamilyPolicyRequireDualStack
-	spec.Spec.IPFamilyPolicy = &policy
-	svc := createService(t, sb, spec)
+	labels := udpDNSLabels
+	clientNS, svc := startUDPDNS(t, sb, ns, corev1.ServiceTypeLoadBalancer)
 	lbIP4 := netip.MustParseAddr("172.18.0.60")
 	require.True(t, framework.VIPRange.Contains(lbIP4))
 	require.NoError(t, setLBIngresses(ctx, sb, ns, "dns", lbIP4, lbIP6))
-	_, err = sb.Net.Client.Exec("ip", "-6", "route", "replace", netip.PrefixFrom(lbIP6, 64).Masked().String(), "via", n1.IP6.String())
+	_, err := sb.Net.Client.Exec("ip", "-6", "route", "replace", netip.PrefixFrom(lbIP6, 64).Masked().String(), "via", n1.IP6.String())
 	require.NoError(t, err)
 	for _, ip := range []netip.Addr{lbIP4, lbIP6} {
 		require.NoError(t, sb.WaitLBApplied(ctx, ns, "dns", ip, true))

@@ -254,7 +254,8 @@ func (o HostAnnounceOps) PrepareUplink(dev string, ipv6 bool) (func() error, err
 
 // UplinkOf returns the name of the interface of the host holding ip, or an error naming ip. It
 // reads the host's addresses of ip's family in one dump and then the one link holding ip (the
-// announcer asks twice a second: one request per link would grow with the pods' interfaces).
+// announcer asks after every change and every 10 s: one request per link would grow with the
+// pods' interfaces).
 func (h Host) UplinkOf(ip netip.Addr) (string, error) {
 	nl, err := h.handle()
 	if err != nil {

@@ -5,58 +5,43 @@ package bench
 import (
 	"context"
 	"fmt"
-	"io"
-	"net"
-	"net/http"
+	"net/url"
 	"os"
 	"os/exec"
 	"path/filepath"
 	"strconv"
 	"strings"
 	"time"
+
+	"github.com/antrea-proxy/antrea-proxy/test/e2e/framework"
 )
+
+// profileTimeout bounds reading a heap profile, and a CPU profile beyond its duration.
+const profileTimeout = time.Minute
 
 // profiler reads the agent's runtime profiles (enablePprof, served on its API socket to root
 // only: the benchmark runs as root) and writes them to dir, named for the size.
 type profiler struct {
-	client *http.Client
-	dir    string
-	size   int
+	api  *framework.AgentAPI
+	dir  string
+	size int
 }
 
-func newProfiler(socket, dir string, size int) *profiler {
-	tr := &http.Transport{
-		DialContext: func(ctx context.Context, _, _ string) (net.Conn, error) {
-			var d net.Dialer
-			return d.DialContext(ctx, "unix", socket)
-		},
-		DisableKeepAlives: true,
-	}
-	return &profiler{client: &http.Client{Transport: tr}, dir: dir, size: size}
+func newProfiler(api *framework.AgentAPI, dir string, size int) *profiler {
+	return &profiler{api: api, dir: dir, size: size}
 }
 
-// get is GET /debug/pprof/<path> on the agent.
-func (p *profiler) get(ctx context.Context, path string) ([]byte, error) {
-	req, err := http.NewRequestWithContext(ctx, http.MethodGet, "http://antrea-agent/debug/pprof/"+path, nil)
-	if err != nil {
-		return nil, err
-	}
-	resp, err := p.client.Do(req)
-	if err != nil {
-		return nil, err
-	}
-	defer resp.Body.Close()
-	b, err := io.ReadAll(resp.Body)
-	if err == nil && resp.StatusCode != http.StatusOK {
-		err = fmt.Errorf("/debug/pprof/%s: HTTP %d: %.200s", path, resp.StatusCode, b)
-	}
-	return b, err
+// get is GET /debug/pprof/<path>?<query> on the agent; it may take up to timeout.
+func (p *profiler) get(ctx context.Context, path string, q url.Values, timeout time.Duration) ([]byte, error) {
+	ctx, cancel := context.WithTimeout(ctx, timeout)
+	defer cancel()
+	return p.api.Bytes(ctx, "/debug/pprof/"+path, q)
 }
 
 // heapInUseMB is the agent's Go heap in use (runtime.MemStats.HeapInuse) as its heap profile's
 // text form reports it, without forcing a collection.
 func (p *profiler) heapInUseMB(ctx context.Context) (float64, error) {
-	b, err := p.get(ctx, "heap?debug=1")
+	b, err := p.get(ctx, "heap", url.Values{"debug": {"1"}}, profileTimeout)
 	if err != nil {
 		return 0, err
 	}
@@ -78,7 +63,7 @@ func parseMemStat(text []byte, name string) (float64, error) {
 // saveHeap writes the agent's heap profile (after a collection) as heap-<size>.pb.gz and the
 // top of its in-use space as heap-<size>.txt.
 func (p *profiler) saveHeap(ctx context.Context) error {
-	b, err := p.get(ctx, "heap?gc=1")
+	b, err := p.get(ctx, "heap", url.Values{"gc": {"1"}}, profileTimeout)
 	if err != nil {
 		return err
 	}
@@ -88,7 +73,7 @@ func (p *profiler) saveHeap(ctx context.Context) error {
 // saveCPU profiles the agent's CPU for d (while the caller measures something else) and writes
 // it as cpu-<size>.pb.gz with the top of it as cpu-<size>.txt.
 func (p *profiler) saveCPU(ctx context.Context, d time.Duration) error {
-	b, err := p.get(ctx, fmt.Sprintf("profile?seconds=%d", int(d.Seconds())))
+	b, err := p.get(ctx, "profile", url.Values{"seconds": {strconv.Itoa(int(d.Seconds()))}}, d+profileTimeout)
 	if err != nil {
 		return err
 	}

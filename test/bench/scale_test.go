@@ -109,7 +109,7 @@ func runSize(t *testing.T, cfg config, n int, progress func(string, ...any)) siz
 	sides := []*side{antreaSide(sb.Nodes[0], cfg.Endpoints), kubeProxySide(sb.Nodes[1])}
 	res := []*result{{}, {}}
 	measureStart(t, sb, sides, res, svcs, progress)
-	prof := newProfiler(sb.Nodes[0].API.Socket, cfg.Results, n)
+	prof := newProfiler(sb.Nodes[0].API, cfg.Results, n)
 	measureMemory(t, ctx, sides, res, prof, progress)
 	cpuProf := make(chan error, 1)
 	go func() { cpuProf <- prof.saveCPU(ctx, cfg.Idle) }()

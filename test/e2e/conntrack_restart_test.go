@@ -54,7 +54,6 @@ func TestUDPConntrackAgentRestart(t *testing.T) {
 	ctx := context.Background()
 	const ns = "ctrestart"
 	n1, n2 := sb.Nodes[0], sb.Nodes[1]
-	labels := udpDNSLabels
 	clientNS, svc := startUDPDNS(t, sb, ns, corev1.ServiceTypeNodePort)
 	require.NoError(t, sb.WaitProgrammed(ctx, ns, "dns", "with 2 endpoints", framework.HasEndpoints(2)))
 	np := nodePortOf(t, svc, "udp")
@@ -86,7 +85,7 @@ func TestUDPConntrackAgentRestart(t *testing.T) {
 
 	// Scaled up while node1's agent is down.
 	n1.KillAgent(t)
-	_, err := sb.RunPods(ctx, framework.EchoPod(ns, "dns-3", n2, labels), framework.EchoPod(ns, "dns-4", n2, labels))
+	_, err := sb.RunPods(ctx, framework.EchoPod(ns, "dns-3", n2, udpDNSLabels), framework.EchoPod(ns, "dns-4", n2, udpDNSLabels))
 	require.NoError(t, err)
 	require.NoError(t, n1.StartAgentAgain(t, time.Minute))
 	waitEachNode(t, sb, ns, "dns", "with 4 endpoints", everyRow(func(_ *framework.Node, r apiv1.ServicePort) (bool, string) {

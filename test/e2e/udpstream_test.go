@@ -15,7 +15,6 @@ import (
 
 	"github.com/stretchr/testify/require"
 	corev1 "k8s.io/api/core/v1"
-	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	"github.com/antrea-proxy/antrea-proxy/pkg/agent/apiserver/apiv1"
 	"github.com/antrea-proxy/antrea-proxy/test/e2e/framework"
@@ -75,10 +74,7 @@ func (s *udpStream) read() {
 	for {
 		n, err := s.conn.Read(buf)
 		if err != nil {
-			if ne, ok := err.(net.Error); ok && ne.Timeout() {
-				continue
-			}
-			return // closed
+			return // closed (the socket has no deadline)
 		}
 		f := strings.Fields(string(buf[:n]))
 		if len(f) != 3 {
@@ -96,15 +92,18 @@ func (s *udpStream) read() {
 	}
 }
 
-// window summarizes the datagrams sent in [from, to): how many, how many got no answer, and the
-// servers that answered the others.
-func (s *udpStream) window(from, to time.Time) (sent, lost int, servers map[string]int) {
+// tally summarizes the datagrams sent in [from, to), at most limit of them (the first ones; 0:
+// all): how many, how many got no answer, and the servers that answered the others.
+func (s *udpStream) tally(from, to time.Time, limit int) (sent, lost int, servers map[string]int) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	servers = map[string]int{}
 	for seq, at := range s.sent {
 		if at.Before(from) || !at.Before(to) {
 			continue
+		}
+		if limit > 0 && sent == limit {
+			break
 		}
 		sent++
 		if a, ok := s.answers[seq]; ok {
@@ -114,28 +113,6 @@ func (s *udpStream) window(from, to time.Time) (sent, lost int, servers map[stri
 		}
 	}
 	return sent, lost, servers
-}
-
-// first summarizes the first n datagrams sent at or after since, as window does.
-func (s *udpStream) first(since time.Time, n int) (sent, unanswered int, servers map[string]int) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	servers = map[string]int{}
-	for seq, at := range s.sent {
-		if at.Before(since) {
-			continue
-		}
-		if sent == n {
-			break
-		}
-		sent++
-		if a, ok := s.answers[seq]; ok {
-			servers[a.server]++
-		} else {
-			unanswered++
-		}
-	}
-	return sent, unanswered, servers
 }
 
 // firstAnswer returns the first answer received at or after since from a server other than
@@ -168,11 +145,10 @@ func TestUDPStreamsAcrossAgentRestart(t *testing.T) {
 	ctx := context.Background()
 	const ns = "udpstream"
 	n1, n2 := sb.Nodes[0], sb.Nodes[1]
-	labels := udpDNSLabels
 	clientNS, svc := startUDPDNS(t, sb, ns, corev1.ServiceTypeLoadBalancer)
 	lbIP4 := netip.MustParseAddr("172.18.0.60")
 	require.True(t, framework.VIPRange.Contains(lbIP4))
-	require.NoError(t, setLBIngresses(ctx, sb, ns, "dns", lbIP4, lbIP6))
+	require.NoError(t, sb.SetLBIngresses(ctx, ns, "dns", corev1.LoadBalancerIPModeVIP, lbIP4, lbIP6))
 	_, err := sb.Net.Client.Exec("ip", "-6", "route", "replace", netip.PrefixFrom(lbIP6, 64).Masked().String(), "via", n1.IP6.String())
 	require.NoError(t, err)
 	for _, ip := range []netip.Addr{lbIP4, lbIP6} {
@@ -209,7 +185,7 @@ func TestUDPStreamsAcrossAgentRestart(t *testing.T) {
 	// Scaled up while node1's agent is down.
 	killed := time.Now()
 	n1.KillAgent(t)
-	_, err = sb.RunPods(ctx, framework.EchoPod(ns, "dns-3", n2, labels), framework.EchoPod(ns, "dns-4", n2, labels))
+	_, err = sb.RunPods(ctx, framework.EchoPod(ns, "dns-3", n2, udpDNSLabels), framework.EchoPod(ns, "dns-4", n2, udpDNSLabels))
 	require.NoError(t, err)
 	require.NoError(t, n1.StartAgentAgain(t, time.Minute))
 	waitEachNode(t, sb, ns, "dns", "with 4 endpoints", everyRow(func(_ *framework.Node, r apiv1.ServicePort) (bool, string) {
@@ -219,7 +195,7 @@ func TestUDPStreamsAcrossAgentRestart(t *testing.T) {
 	settle(t, streams, pinned, back, "after node1's agent restarted (2 endpoints added while it was down)")
 	lostDuring := 0
 	for _, s := range streams {
-		_, lost, _ := s.window(killed, back)
+		_, lost, _ := s.tally(killed, back, 0)
 		lostDuring += lost
 	}
 	t.Logf("%d UDP flows lost %d datagrams while node1's agent was down and syncing again (%v)", len(streams), lostDuring, back.Sub(killed).Round(100*time.Millisecond))
@@ -257,7 +233,7 @@ func TestUDPStreamsAcrossAgentRestart(t *testing.T) {
 	settled := time.Now()
 	settle(t, streams, pinned, settled, "after "+gone+" went away")
 	for _, s := range streams {
-		if sent, lost, servers := s.window(deleted, settled); !moved[s] && (lost > 0 || len(servers) != 1) {
+		if sent, lost, servers := s.tally(deleted, settled, 0); !moved[s] && (lost > 0 || len(servers) != 1) {
 			t.Errorf("%s: %d of %d datagrams lost, answered by %v while %s went away", s.name, lost, sent, servers, gone)
 		}
 	}
@@ -274,7 +250,7 @@ func settle(t *testing.T, streams []*udpStream, pinned map[*udpStream]string, si
 	t.Helper()
 	framework.WaitFor(t, 10*time.Second, fmt.Sprintf("answers to %d datagrams of every flow sent %s", settleCount, when), func(context.Context) (bool, string, error) {
 		for _, s := range streams {
-			sent, unanswered, servers := s.first(since, settleCount)
+			sent, unanswered, servers := s.tally(since, time.Now().Add(time.Hour), settleCount)
 			if sent < settleCount || unanswered > 0 {
 				return false, fmt.Sprintf("%s: %d of %d datagrams unanswered", s.name, unanswered, sent), nil
 			}
@@ -284,22 +260,6 @@ func settle(t *testing.T, streams []*udpStream, pinned map[*udpStream]string, si
 		}
 		return true, "", nil
 	})
-}
-
-// setLBIngresses sets the Service's status.loadBalancer.ingress to ips, ipMode VIP, as a
-// LoadBalancer controller would.
-func setLBIngresses(ctx context.Context, sb *framework.Sandbox, namespace, name string, ips ...netip.Addr) error {
-	svc, err := sb.CP.Client.CoreV1().Services(namespace).Get(ctx, name, metav1.GetOptions{})
-	if err != nil {
-		return err
-	}
-	vip := corev1.LoadBalancerIPModeVIP
-	svc.Status.LoadBalancer.Ingress = nil
-	for _, ip := range ips {
-		svc.Status.LoadBalancer.Ingress = append(svc.Status.LoadBalancer.Ingress, corev1.LoadBalancerIngress{IP: ip.String(), IPMode: &vip})
-	}
-	_, err = sb.CP.Client.CoreV1().Services(namespace).UpdateStatus(ctx, svc, metav1.UpdateOptions{})
-	return err
 }
 
 // waitBuckets polls node's agent every 20 ms until every UDP row of the Service selects n

@@ -42,6 +42,19 @@ const (
 )
 
 func (a *AgentAPI) get(ctx context.Context, path string, q url.Values, into any) error {
+	body, err := a.Bytes(ctx, path, q)
+	if err != nil {
+		return err
+	}
+	if err := json.Unmarshal(body, into); err != nil {
+		return fmt.Errorf("agent API %s on %s: decoding %d bytes %s: %w", path, a.Socket, len(body), quote(body), err)
+	}
+	return nil
+}
+
+// Bytes is GET path?q on the agent's socket: the body of a 200 answer (at most maxAPIBody), an
+// error quoting the body of any other. A ctx without a deadline gets defaultAPITimeout.
+func (a *AgentAPI) Bytes(ctx context.Context, path string, q url.Values) ([]byte, error) {
 	u := "http://antrea-agent" + path
 	if len(q) > 0 {
 		u += "?" + q.Encode()
@@ -53,27 +66,24 @@ func (a *AgentAPI) get(ctx context.Context, path string, q url.Values, into any)
 	}
 	req, err := http.NewRequestWithContext(ctx, http.MethodGet, u, nil)
 	if err != nil {
-		return err
+		return nil, err
 	}
 	resp, err := a.client.Do(req)
 	if err != nil {
-		return fmt.Errorf("agent API %s on %s: %w", path, a.Socket, err)
+		return nil, fmt.Errorf("agent API %s on %s: %w", path, a.Socket, err)
 	}
 	defer resp.Body.Close()
 	body, err := io.ReadAll(io.LimitReader(resp.Body, maxAPIBody+1))
 	if err != nil {
-		return fmt.Errorf("agent API %s on %s: %w", path, a.Socket, err)
+		return nil, fmt.Errorf("agent API %s on %s: %w", path, a.Socket, err)
 	}
 	if len(body) > maxAPIBody {
-		return fmt.Errorf("agent API %s on %s: the answer is larger than %d bytes", path, a.Socket, maxAPIBody)
+		return nil, fmt.Errorf("agent API %s on %s: the answer is larger than %d bytes", path, a.Socket, maxAPIBody)
 	}
 	if resp.StatusCode != http.StatusOK {
-		return fmt.Errorf("agent API %s on %s: HTTP %d: %s", path, a.Socket, resp.StatusCode, quote(body))
+		return nil, fmt.Errorf("agent API %s on %s: HTTP %d: %s", path, a.Socket, resp.StatusCode, quote(body))
 	}
-	if err := json.Unmarshal(body, into); err != nil {
-		return fmt.Errorf("agent API %s on %s: decoding %d bytes %s: %w", path, a.Socket, len(body), quote(body), err)
-	}
-	return nil
+	return body, nil
 }
 
 // AgentInfo is GET /v1/agentinfo.

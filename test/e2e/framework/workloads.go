@@ -164,16 +164,25 @@ func (s *Sandbox) WaitEndpoints(ctx context.Context, namespace, service string, 
 // SetLBIngress sets the Service's status.loadBalancer.ingress to one IP with mode (as a
 // LoadBalancer controller would) and returns when the API has it.
 func (s *Sandbox) SetLBIngress(ctx context.Context, namespace, name string, ip netip.Addr, mode corev1.LoadBalancerIPMode) error {
+	return s.SetLBIngresses(ctx, namespace, name, mode, ip)
+}
+
+// SetLBIngresses is SetLBIngress with one ingress per IP of ips (a dual-stack Service's), all
+// with mode.
+func (s *Sandbox) SetLBIngresses(ctx context.Context, namespace, name string, mode corev1.LoadBalancerIPMode, ips ...netip.Addr) error {
 	return retry.RetryOnConflict(retry.DefaultRetry, func() error {
 		svc, err := s.CP.Client.CoreV1().Services(namespace).Get(ctx, name, metav1.GetOptions{})
 		if err != nil {
 			return err
 		}
-		m := mode
-		svc.Status.LoadBalancer.Ingress = []corev1.LoadBalancerIngress{{IP: ip.String(), IPMode: &m}}
+		svc.Status.LoadBalancer.Ingress = nil
+		for _, ip := range ips {
+			m := mode
+			svc.Status.LoadBalancer.Ingress = append(svc.Status.LoadBalancer.Ingress, corev1.LoadBalancerIngress{IP: ip.String(), IPMode: &m})
+		}
 		_, err = s.CP.Client.CoreV1().Services(namespace).UpdateStatus(ctx, svc, metav1.UpdateOptions{})
 		if err != nil {
-			return fmt.Errorf("setting the LoadBalancer ingress of Service %s/%s to %s (%s): %w", namespace, name, ip, mode, err)
+			return fmt.Errorf("setting the LoadBalancer ingress of Service %s/%s to %v (%s): %w", namespace, name, ips, mode, err)
 		}
 		return nil
 	})
@@ -216,14 +225,10 @@ func (s *Sandbox) WaitProgrammedWithin(ctx context.Context, timeout time.Duratio
 
 // LBProgrammed is a WaitProgrammed condition: ingress ip is (or is not) programmed on every row.
 func LBProgrammed(ip netip.Addr, programmed bool) func(rows []apiv1.ServicePort) (bool, string) {
-	family := "IPv4"
-	if ip.Is6() {
-		family = "IPv6"
-	}
 	return func(rows []apiv1.ServicePort) (bool, string) {
 		for _, r := range rows {
-			if r.IPFamily != "" && r.IPFamily != family {
-				continue // a row of the other family never carries ip
+			if !ofFamily(r, ip) {
+				continue
 			}
 			found := false
 			for _, in := range r.LoadBalancerIngress {
@@ -243,6 +248,12 @@ func LBProgrammed(ip netip.Addr, programmed bool) func(rows []apiv1.ServicePort)
 	}
 }
 
+// ofFamily reports whether row r is of ip's IP family: a row of the other family never carries
+// ip (a row without a family, from an agent that does not report it, counts as either).
+func ofFamily(r apiv1.ServicePort, ip netip.Addr) bool {
+	return r.IPFamily == "" || (r.IPFamily == "IPv6") == ip.Is6()
+}
+
 // HasEndpoints is a WaitProgrammed condition: every row has n ready endpoints in its group.
 func HasEndpoints(n int) func(rows []apiv1.ServicePort) (bool, string) {
 	return func(rows []apiv1.ServicePort) (bool, string) {
@@ -258,14 +269,10 @@ func HasEndpoints(n int) func(rows []apiv1.ServicePort) (bool, string) {
 // LBIngressSeen is a WaitProgrammed condition: every row lists ingress ip with ipMode mode,
 // whatever the agent decided about it.
 func LBIngressSeen(ip netip.Addr, mode corev1.LoadBalancerIPMode) func(rows []apiv1.ServicePort) (bool, string) {
-	family := "IPv4"
-	if ip.Is6() {
-		family = "IPv6"
-	}
 	return func(rows []apiv1.ServicePort) (bool, string) {
 		for _, r := range rows {
-			if r.IPFamily != "" && r.IPFamily != family {
-				continue // a row of the other family never carries ip
+			if !ofFamily(r, ip) {
+				continue
 			}
 			found := false
 			for _, in := range r.LoadBalancerIngress {

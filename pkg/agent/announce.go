@@ -75,6 +75,24 @@ func vipIngressIPs(svc *v1.Service) []netip.Addr {
 // to an ingress IP of another Service): anyone who can create a Service could otherwise make
 // the node claim, by gratuitous ARP, an address such as the subnet's router.
 func announcedIPs(node string, scope lbServed, services []*v1.Service, programmed []netip.Addr) []netip.Addr {
+	return keepProgrammed(assignedIPs(node, scope, services), programmed)
+}
+
+// keepProgrammed returns the addresses of assigned that programmed holds.
+func keepProgrammed(assigned, programmed []netip.Addr) []netip.Addr {
+	var out []netip.Addr
+	for _, a := range assigned {
+		if slices.Contains(programmed, a) {
+			out = append(out, a)
+		}
+	}
+	return out
+}
+
+// assignedIPs returns, sorted, the addresses antrea-controller assigned to node: the first
+// three conditions of announcedIPs, whether the proxier programs them yet or not. A node with
+// an assigned address is busy for its announcer Lease (AnnouncerLease.SetBusy).
+func assignedIPs(node string, scope lbServed, services []*v1.Service) []netip.Addr {
 	var out []netip.Addr
 	for _, svc := range services {
 		v, ok := svc.Annotations[lbapi.AnnotationAnnouncingNode]
@@ -95,9 +113,7 @@ func announcedIPs(node string, scope lbServed, services []*v1.Service, programme
 					"service", klog.KObj(svc), "ip", a.Addr)
 				continue
 			}
-			if slices.Contains(programmed, a.Addr) {
-				out = append(out, a.Addr)
-			}
+			out = append(out, a.Addr)
 		}
 	}
 	slices.SortFunc(out, netip.Addr.Compare)
@@ -143,7 +159,11 @@ func (d *DataPath) runAnnouncer(ctx context.Context, factory informers.SharedInf
 		uplink := up.get(recompute || lastErr != "", time.Now(), func() string { return d.uplink(nodeInf.Lister().Get) })
 		if recompute {
 			svcs, _ := svcInf.Lister().List(labels.Everything())
-			want = announcedIPs(d.cfg.NodeName, d.lbServed(), svcs, d.exposedIPs())
+			assigned := assignedIPs(d.cfg.NodeName, d.lbServed(), svcs)
+			if d.lease != nil {
+				d.lease.SetBusy(len(assigned) > 0)
+			}
+			want = keepProgrammed(assigned, d.exposedIPs())
 			recompute = false
 		}
 		announce := want

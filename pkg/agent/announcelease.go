@@ -25,20 +25,35 @@ import (
 // is healthy, so that antrea-controller lets the node announce VIP-mode addresses, and moves
 // them within the Lease's duration after the renewals stop (the agent, its node or its
 // connection to the API server died, or the health check failed). The announcer announces only
-// while the last successful renewal is younger than the Lease's duration (valid), so a node cut
+// while the last successful renewal is younger than the duration it wrote (valid), so a node cut
 // off from the API server withdraws about when the controller moves its addresses. At shutdown
 // the Lease is released (no holder): the controller moves the addresses at once.
+//
+// A node that announces nothing (idle) renews only every idle interval, with a Lease duration of
+// twice that: it stays eligible for new addresses at a tenth of the renewals (each one is an
+// update through the API server, the largest part of an idle agent's CPU), and losing it costs
+// no traffic. Once the announcer assigns it an address (SetBusy) it renews at once and then
+// every renew interval with the short duration, so the failover bound of an address in use is
+// the short duration.
 type AnnouncerLease struct {
 	leases   coordinationclient.LeaseInterface
 	node     string
 	duration time.Duration
 	renew    time.Duration
-	healthy  func() bool
-	clock    clock.WithTicker
+	// idleRenew and idleDuration apply while the node announces nothing; idleRenew 0 renews
+	// every renew interval with the short duration, busy or not.
+	idleRenew, idleDuration time.Duration
+	healthy                 func() bool
+	clock                   clock.WithTicker
+	// busyKick wakes Run when the node becomes busy.
+	busyKick chan struct{}
 
 	mu        sync.Mutex
 	lastRenew time.Time // of the last successful renewal; zero when none or released
-	released  bool
+	// lastDuration is the duration the last successful renewal wrote.
+	lastDuration time.Duration
+	released     bool
+	busy         bool
 
 	// writeMu serializes writes (renewals and the release at shutdown); last is the Lease as
 	// the last write left it, so that a renewal is one update, not a get and an update.
@@ -48,23 +63,52 @@ type AnnouncerLease struct {
 
 func NewAnnouncerLease(leases coordinationclient.LeaseInterface, node string, cfg config.AnnouncerConfig, healthy func() bool, clk clock.WithTicker) *AnnouncerLease {
 	return &AnnouncerLease{leases: leases, node: node, duration: cfg.LeaseDuration.Duration, renew: cfg.RenewInterval.Duration,
-		healthy: healthy, clock: clk}
+		idleRenew: cfg.IdleRenew(), idleDuration: cfg.IdleLeaseDuration(), healthy: healthy, clock: clk, busyKick: make(chan struct{}, 1)}
 }
 
-// valid reports whether the node may announce: the Lease was renewed within its duration.
+// valid reports whether the node may announce: the Lease was renewed within the duration that
+// renewal wrote.
 func (l *AnnouncerLease) Valid() bool {
 	l.mu.Lock()
 	defer l.mu.Unlock()
-	return !l.lastRenew.IsZero() && l.clock.Since(l.lastRenew) < l.duration
+	return !l.lastRenew.IsZero() && l.clock.Since(l.lastRenew) < l.lastDuration
 }
 
-// run renews the Lease every renew interval while healthy, until ctx is done.
+// SetBusy says whether the node announces addresses (or was assigned some): a node that
+// becomes busy renews at once with the short duration.
+func (l *AnnouncerLease) SetBusy(busy bool) {
+	l.mu.Lock()
+	was := l.busy
+	l.busy = busy
+	l.mu.Unlock()
+	if busy && !was {
+		select {
+		case l.busyKick <- struct{}{}:
+		default:
+		}
+	}
+}
+
+// due reports whether a renewal is due now: always when busy (or without an idle interval), and
+// when idle once the idle interval passed since the last renewal.
+func (l *AnnouncerLease) due() bool {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	if l.busy || l.idleRenew == 0 || l.lastRenew.IsZero() || l.lastDuration != l.idleDuration {
+		return true
+	}
+	// A tick early rather than a tick late: the ticker runs at the renew interval.
+	return l.clock.Since(l.lastRenew) >= l.idleRenew-l.renew/2
+}
+
+// run renews the Lease while healthy, until ctx is done: every renew interval while busy,
+// every idle interval while idle.
 func (l *AnnouncerLease) Run(ctx context.Context) {
 	t := l.clock.NewTicker(l.renew)
 	defer t.Stop()
 	var lastErr string
 	for {
-		if l.healthy() {
+		if l.healthy() && l.due() {
 			err := l.write(ctx, true)
 			switch {
 			case err != nil && err.Error() != lastErr && ctx.Err() == nil:
@@ -78,6 +122,7 @@ func (l *AnnouncerLease) Run(ctx context.Context) {
 		case <-ctx.Done():
 			return
 		case <-t.C():
+		case <-l.busyKick:
 		}
 	}
 }
@@ -99,11 +144,15 @@ func (l *AnnouncerLease) write(ctx context.Context, held bool) error {
 		l.mu.Unlock()
 		return nil
 	}
+	duration := l.duration
+	if !l.busy && l.idleRenew != 0 {
+		duration = l.idleDuration
+	}
 	l.mu.Unlock()
 	ctx, cancel := context.WithTimeout(ctx, l.duration)
 	defer cancel()
 	now := l.clock.Now()
-	spec := coordinationv1.LeaseSpec{LeaseDurationSeconds: utilptr.To(int32(l.duration / time.Second)), RenewTime: &metav1.MicroTime{Time: now}}
+	spec := coordinationv1.LeaseSpec{LeaseDurationSeconds: utilptr.To(int32(duration / time.Second)), RenewTime: &metav1.MicroTime{Time: now}}
 	if held {
 		spec.HolderIdentity = utilptr.To(l.node)
 	}
@@ -113,7 +162,7 @@ func (l *AnnouncerLease) write(ctx context.Context, held bool) error {
 	if held {
 		l.mu.Lock()
 		if !l.released {
-			l.lastRenew = now
+			l.lastRenew, l.lastDuration = now, duration
 		}
 		l.mu.Unlock()
 	}

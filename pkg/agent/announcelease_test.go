@@ -31,7 +31,7 @@ func TestAnnouncerLease(t *testing.T) {
 	clk := clocktesting.NewFakeClock(time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC))
 	var healthy atomic.Bool
 	healthy.Store(true)
-	cfg := config.AnnouncerConfig{LeaseDuration: config.Duration{Duration: 2 * time.Second}, RenewInterval: config.Duration{Duration: 500 * time.Millisecond}}
+	cfg := config.AnnouncerConfig{LeaseDuration: config.Duration{Duration: 2 * time.Second}, RenewInterval: config.Duration{Duration: 500 * time.Millisecond}, IdleRenewInterval: &config.Duration{}}
 	leases := client.CoordinationV1().Leases("kube-system")
 	l := NewAnnouncerLease(leases, "n1", cfg, healthy.Load, clk)
 	ctx := context.Background()
@@ -68,7 +68,7 @@ func TestAnnouncerLeaseRunsOnlyWhileHealthy(t *testing.T) {
 	client := fake.NewClientset()
 	clk := clocktesting.NewFakeClock(time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC))
 	var healthy atomic.Bool
-	cfg := config.AnnouncerConfig{LeaseDuration: config.Duration{Duration: 2 * time.Second}, RenewInterval: config.Duration{Duration: 500 * time.Millisecond}}
+	cfg := config.AnnouncerConfig{LeaseDuration: config.Duration{Duration: 2 * time.Second}, RenewInterval: config.Duration{Duration: 500 * time.Millisecond}, IdleRenewInterval: &config.Duration{}}
 	l := NewAnnouncerLease(client.CoordinationV1().Leases("kube-system"), "n1", cfg, healthy.Load, clk)
 	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan struct{})
@@ -104,7 +104,7 @@ func TestHandOver(t *testing.T) {
 func TestAnnouncerLeaseRenewalIsOneUpdate(t *testing.T) {
 	client := fake.NewClientset()
 	clk := clocktesting.NewFakeClock(time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC))
-	cfg := config.AnnouncerConfig{LeaseDuration: config.Duration{Duration: 2 * time.Second}, RenewInterval: config.Duration{Duration: 500 * time.Millisecond}}
+	cfg := config.AnnouncerConfig{LeaseDuration: config.Duration{Duration: 2 * time.Second}, RenewInterval: config.Duration{Duration: 500 * time.Millisecond}, IdleRenewInterval: &config.Duration{}}
 	l := NewAnnouncerLease(client.CoordinationV1().Leases("kube-system"), "n1", cfg, func() bool { return true }, clk)
 	ctx := context.Background()
 	verbs := func() []string {
@@ -134,4 +134,68 @@ func TestAnnouncerLeaseRenewalIsOneUpdate(t *testing.T) {
 	verbs()
 	require.NoError(t, l.write(ctx, true))
 	require.Empty(t, verbs(), "nothing is written after the release")
+}
+
+// TestAnnouncerLeaseIdleRenewsSlowly: a node that announces nothing renews every idle interval
+// with a Lease duration of twice that; once assigned an address it renews at once with the
+// short duration, and again every renew interval.
+func TestAnnouncerLeaseIdleRenewsSlowly(t *testing.T) {
+	client := fake.NewClientset()
+	clk := clocktesting.NewFakeClock(time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC))
+	cfg := config.AnnouncerConfig{LeaseDuration: config.Duration{Duration: 2 * time.Second},
+		RenewInterval: config.Duration{Duration: 500 * time.Millisecond}, IdleRenewInterval: &config.Duration{Duration: 5 * time.Second}}
+	leases := client.CoordinationV1().Leases("kube-system")
+	l := NewAnnouncerLease(leases, "n1", cfg, func() bool { return true }, clk)
+	ctx := context.Background()
+	duration := func() int32 {
+		got, err := leases.Get(ctx, lbapi.AnnouncerLeaseName("n1"), metav1.GetOptions{})
+		require.NoError(t, err)
+		return *got.Spec.LeaseDurationSeconds
+	}
+
+	require.True(t, l.due(), "never renewed")
+	require.NoError(t, l.write(ctx, true))
+	require.Equal(t, int32(10), duration(), "an idle renewal writes twice the idle interval")
+	clk.Step(4 * time.Second)
+	require.False(t, l.due(), "idle: not before the idle interval")
+	require.True(t, l.Valid(), "idle: valid for the idle duration")
+	clk.Step(time.Second)
+	require.True(t, l.due(), "idle: due after the idle interval")
+
+	l.SetBusy(true)
+	require.Len(t, l.busyKick, 1, "becoming busy wakes the renewal loop")
+	require.True(t, l.due(), "busy: due at every tick")
+	require.NoError(t, l.write(ctx, true))
+	require.Equal(t, int32(2), duration(), "a busy renewal writes the short duration")
+	clk.Step(2100 * time.Millisecond)
+	require.False(t, l.Valid(), "busy: valid for the short duration only")
+
+	l.SetBusy(false)
+	require.NoError(t, l.write(ctx, true))
+	require.Equal(t, int32(10), duration())
+	require.False(t, l.due(), "idle again")
+}
+
+// TestAnnouncerLeaseRenewsAtOnceWhenBusy: the renewal loop renews as soon as the node is
+// assigned an address, without waiting for a tick.
+func TestAnnouncerLeaseRenewsAtOnceWhenBusy(t *testing.T) {
+	client := fake.NewClientset()
+	clk := clocktesting.NewFakeClock(time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC))
+	cfg := config.AnnouncerConfig{LeaseDuration: config.Duration{Duration: 2 * time.Second},
+		RenewInterval: config.Duration{Duration: 500 * time.Millisecond}, IdleRenewInterval: &config.Duration{Duration: 5 * time.Second}}
+	leases := client.CoordinationV1().Leases("kube-system")
+	l := NewAnnouncerLease(leases, "n1", cfg, func() bool { return true }, clk)
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan struct{})
+	go func() { l.Run(ctx); close(done) }()
+	defer func() { cancel(); <-done }()
+	durationIs := func(want int32) func() bool {
+		return func() bool {
+			got, err := leases.Get(ctx, lbapi.AnnouncerLeaseName("n1"), metav1.GetOptions{})
+			return err == nil && *got.Spec.LeaseDurationSeconds == want
+		}
+	}
+	require.Eventually(t, durationIs(10), 5*time.Second, time.Millisecond, "the first renewal, idle")
+	l.SetBusy(true)
+	require.Eventually(t, durationIs(2), 5*time.Second, time.Millisecond, "busy: renewed at once, no clock step")
 }

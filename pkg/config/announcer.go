@@ -13,6 +13,7 @@ const (
 	DefaultAnnouncerLeaseNamespace = DefaultLeaseNamespace
 	DefaultAnnouncerLeaseDuration  = 2 * time.Second
 	DefaultAnnouncerRenewInterval  = 500 * time.Millisecond
+	DefaultAnnouncerIdleRenew      = 5 * time.Second
 	DefaultAnnouncerHandover       = 5 * time.Second
 	DefaultAnnouncerGratuitous     = 30 * time.Second
 )
@@ -33,6 +34,11 @@ type AnnouncerConfig struct {
 	LeaseDuration Duration `json:"leaseDuration"`
 	// RenewInterval is the time between renewals; at most half of LeaseDuration. Default 500ms.
 	RenewInterval Duration `json:"renewInterval"`
+	// IdleRenewInterval is the time between renewals while the node announces no address; such
+	// a renewal writes a Lease duration of twice the interval (whole seconds, at least
+	// LeaseDuration). A node that is assigned an address renews at once and then every
+	// RenewInterval with LeaseDuration. Default 5s; "0s" renews every RenewInterval always.
+	IdleRenewInterval *Duration `json:"idleRenewInterval,omitempty"`
 	// HandoverTimeout bounds how long a stopping agent keeps answering for its addresses while
 	// the controller moves them, after releasing its Lease. Default 5s; "0s" withdraws at once.
 	HandoverTimeout *Duration `json:"handoverTimeout,omitempty"`
@@ -48,6 +54,21 @@ func (a AnnouncerConfig) Gratuitous() time.Duration {
 		return DefaultAnnouncerGratuitous
 	}
 	return a.GratuitousInterval.Duration
+}
+
+// IdleRenew returns IdleRenewInterval (default DefaultAnnouncerIdleRenew).
+func (a AnnouncerConfig) IdleRenew() time.Duration {
+	if a.IdleRenewInterval == nil {
+		return DefaultAnnouncerIdleRenew
+	}
+	return a.IdleRenewInterval.Duration
+}
+
+// IdleLeaseDuration is the Lease duration an idle renewal writes: twice IdleRenew, rounded up
+// to whole seconds, at least LeaseDuration.
+func (a AnnouncerConfig) IdleLeaseDuration() time.Duration {
+	d := (2*a.IdleRenew() + time.Second - 1).Truncate(time.Second)
+	return max(d, a.LeaseDuration.Duration)
 }
 
 // LeaseEnabled reports whether the announcer Lease is on (default true).
@@ -69,6 +90,9 @@ func (a *AnnouncerConfig) defaults() {
 	if a.HandoverTimeout == nil {
 		a.HandoverTimeout = &Duration{Duration: DefaultAnnouncerHandover}
 	}
+	if a.IdleRenewInterval == nil {
+		a.IdleRenewInterval = &Duration{Duration: DefaultAnnouncerIdleRenew}
+	}
 	if a.GratuitousInterval == nil {
 		a.GratuitousInterval = &Duration{Duration: DefaultAnnouncerGratuitous}
 	}
@@ -85,6 +109,9 @@ func (a AnnouncerConfig) validate() error {
 	}
 	if r := a.RenewInterval.Duration; r <= 0 || 2*r > d {
 		errs = append(errs, fieldErr("announcer.renewInterval", "%v must be positive and at most half of leaseDuration (%v)", r, d))
+	}
+	if i := a.IdleRenewInterval; i != nil && i.Duration != 0 && i.Duration < a.RenewInterval.Duration {
+		errs = append(errs, fieldErr("announcer.idleRenewInterval", "%v must be 0s or at least renewInterval (%v)", i.Duration, a.RenewInterval.Duration))
 	}
 	if a.HandoverTimeout != nil && a.HandoverTimeout.Duration < 0 {
 		errs = append(errs, fieldErr("announcer.handoverTimeout", "%v must not be negative", a.HandoverTimeout.Duration))

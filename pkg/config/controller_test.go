@@ -238,11 +238,15 @@ func TestLoadController(t *testing.T) {
 // TestAnnouncerValidation: every problem of the announcer settings is reported.
 func TestAnnouncerValidation(t *testing.T) {
 	a := AnnouncerConfig{LeaseNamespace: "Bad_NS", LeaseDuration: dur(1500 * time.Millisecond), RenewInterval: dur(time.Second),
-		HandoverTimeout: &Duration{Duration: -time.Second}}
+		HandoverTimeout: &Duration{Duration: -time.Second}, IdleRenewInterval: &Duration{Duration: 100 * time.Millisecond}}
 	err := a.validate()
-	for _, want := range []string{"announcer.leaseNamespace", "announcer.leaseDuration", "announcer.renewInterval", "announcer.handoverTimeout"} {
+	for _, want := range []string{"announcer.leaseNamespace", "announcer.leaseDuration", "announcer.renewInterval", "announcer.handoverTimeout", "announcer.idleRenewInterval"} {
 		require.ErrorContains(t, err, want)
 	}
+	a = AnnouncerConfig{LeaseDuration: dur(2 * time.Second), RenewInterval: dur(500 * time.Millisecond), IdleRenewInterval: &Duration{Duration: 1500 * time.Millisecond}}
+	require.Equal(t, 3*time.Second, a.IdleLeaseDuration(), "twice the idle interval, in whole seconds")
+	a.IdleRenewInterval = &Duration{Duration: 500 * time.Millisecond}
+	require.Equal(t, 2*time.Second, a.IdleLeaseDuration(), "at least leaseDuration")
 	c := AnnouncerLeasesConfig{Namespace: "Bad_NS"}
 	require.ErrorContains(t, c.validate(), "announcerLeases.namespace")
 	c.Enable = ptr(false)

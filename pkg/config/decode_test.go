@@ -80,7 +80,7 @@ ovsOpenFlowBackend: ofctl
 			FlowRestoreTimeout:   dur(45 * time.Second),
 		},
 		Announcer: AnnouncerConfig{EnableLease: ptr(true), LeaseNamespace: "kube-system", LeaseDuration: dur(2 * time.Second),
-			RenewInterval: dur(500 * time.Millisecond), HandoverTimeout: &Duration{Duration: 5 * time.Second}, GratuitousInterval: &Duration{Duration: 30 * time.Second}},
+			RenewInterval: dur(500 * time.Millisecond), IdleRenewInterval: &Duration{Duration: 5 * time.Second}, HandoverTimeout: &Duration{Duration: 5 * time.Second}, GratuitousInterval: &Duration{Duration: 30 * time.Second}},
 	}
 	c, err := ParseWithEnv([]byte(in), fakeEnv("from-env", "host"))
 	require.NoError(t, err)
@@ -312,7 +312,7 @@ func TestMarshalRoundTrip(t *testing.T) {
 				FlowRestoreTimeout:   dur(5 * time.Second),
 			},
 			Announcer: AnnouncerConfig{EnableLease: ptr(false), LeaseNamespace: "antrea", LeaseDuration: dur(3 * time.Second),
-				RenewInterval: dur(time.Second), HandoverTimeout: &Duration{}, GratuitousInterval: &Duration{Duration: time.Minute}},
+				RenewInterval: dur(time.Second), IdleRenewInterval: &Duration{Duration: 5 * time.Second}, HandoverTimeout: &Duration{}, GratuitousInterval: &Duration{Duration: time.Minute}},
 		},
 	}
 	for name, c := range configs {
@@ -333,6 +333,7 @@ func TestMarshalOutput(t *testing.T) {
   enableLease: true
   gratuitousInterval: 30s
   handoverTimeout: 5s
+  idleRenewInterval: 5s
   leaseDuration: 2s
   leaseNamespace: kube-system
   renewInterval: 500ms

@@ -33,7 +33,7 @@ func TestDefaults(t *testing.T) {
 			FlowRestoreTimeout:   dur(DefaultFlowRestoreTimeout),
 		},
 		Announcer: AnnouncerConfig{EnableLease: ptr(true), LeaseNamespace: "kube-system", LeaseDuration: dur(2 * time.Second),
-			RenewInterval: dur(500 * time.Millisecond), HandoverTimeout: &Duration{Duration: 5 * time.Second}, GratuitousInterval: &Duration{Duration: 30 * time.Second}},
+			RenewInterval: dur(500 * time.Millisecond), IdleRenewInterval: &Duration{Duration: 5 * time.Second}, HandoverTimeout: &Duration{Duration: 5 * time.Second}, GratuitousInterval: &Duration{Duration: 30 * time.Second}},
 	}
 	c := &AgentConfig{}
 	c.DefaultsFrom(fakeEnv("node-1", "host"))
@@ -69,7 +69,7 @@ func TestDefaultsKeepSetValues(t *testing.T) {
 			FlowRestoreTimeout:   dur(10 * time.Second),
 		},
 		Announcer: AnnouncerConfig{EnableLease: ptr(false), LeaseNamespace: "antrea", LeaseDuration: dur(3 * time.Second),
-			RenewInterval: dur(time.Second), HandoverTimeout: &Duration{}, GratuitousInterval: &Duration{Duration: time.Minute}},
+			RenewInterval: dur(time.Second), IdleRenewInterval: &Duration{Duration: 5 * time.Second}, HandoverTimeout: &Duration{}, GratuitousInterval: &Duration{Duration: time.Minute}},
 	}
 	c := *set
 	c.DefaultsFrom(fakeEnv("from-env", "host"))

@@ -27,6 +27,13 @@ type config struct {
 	// (BENCH_LOAD_WORKERS) its parallel requests, shared by its two streams (Services and
 	// EndpointSlices).
 	LoadQPS, LoadWorkers int
+	// Loader (BENCH_LOADER) is how the Services are written: "api" (kube-apiserver allocates
+	// their ClusterIPs; its cost per Service grows with the Services stored) or "etcd"
+	// (etcdload_test.go). Default "api" up to 30,000 Services, "etcd" above.
+	Loader string
+	// KubeProxy (BENCH_KUBE_PROXY, default true) runs kube-proxy side by side; false measures
+	// antrea-agent alone (a one-node sandbox).
+	KubeProxy bool
 	// Results (BENCH_RESULTS), when set, is a directory where every size's figures are written
 	// (scale-<N>.json, scale-<N>.md) and read back: the growth table covers every size found
 	// there, also those of earlier runs.
@@ -60,12 +67,33 @@ func (c *config) Defaults() {
 	}
 }
 
+// loaderFor is the loader of a size: Loader, or by default "api" up to 30,000 Services and
+// "etcd" above.
+func (c *config) loaderFor(n int) string {
+	switch {
+	case c.Loader != "":
+		return c.Loader
+	case n > 30000:
+		return "etcd"
+	}
+	return "api"
+}
+
+// serviceCIDRFor is the sandbox's Service CIDR for n Services: the default /16 up to 60,000,
+// a /12 above.
+func serviceCIDRFor(n int) string {
+	if n > 60000 {
+		return "10.96.0.0/12"
+	}
+	return "10.96.0.0/16"
+}
+
 // Validate reports every problem of c.
 func (c *config) Validate() error {
 	var errs []error
 	for _, n := range c.Sizes {
-		if n < 1 || n > 60000 {
-			errs = append(errs, fmt.Errorf("size %d Services: want 1..60000 (the Service CIDR is a /16)", n))
+		if n < 1 || n > 1000000 {
+			errs = append(errs, fmt.Errorf("size %d Services: want 1..1000000 (the Service CIDR is a /16 up to 60,000, a /12 above)", n))
 		}
 		if n*c.Endpoints > 1<<20-2 {
 			errs = append(errs, fmt.Errorf("%d × %d endpoints: at most %d fit the endpoint range", n, c.Endpoints, 1<<20-2))
@@ -85,6 +113,9 @@ func (c *config) Validate() error {
 	}
 	if c.LoadQPS < 1 {
 		errs = append(errs, fmt.Errorf("BENCH_LOAD_QPS=%d: want >= 1", c.LoadQPS))
+	}
+	if c.Loader != "" && c.Loader != "api" && c.Loader != "etcd" {
+		errs = append(errs, fmt.Errorf("BENCH_LOADER=%q: want api or etcd", c.Loader))
 	}
 	if c.LoadWorkers < 2 {
 		errs = append(errs, fmt.Errorf("BENCH_LOAD_WORKERS=%d: want >= 2 (one per stream)", c.LoadWorkers))
@@ -139,6 +170,15 @@ func configFromEnv() (config, error) {
 		}
 	}
 	c.Results = os.Getenv("BENCH_RESULTS")
+	c.Loader = os.Getenv("BENCH_LOADER")
+	c.KubeProxy = true
+	if v := os.Getenv("BENCH_KUBE_PROXY"); v != "" {
+		b, err := strconv.ParseBool(v)
+		if err != nil {
+			errs = append(errs, fmt.Errorf("BENCH_KUBE_PROXY=%q: %w", v, err))
+		}
+		c.KubeProxy = b
+	}
 	if len(errs) > 0 {
 		return c, errors.Join(errs...)
 	}

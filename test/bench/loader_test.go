@@ -21,10 +21,11 @@ import (
 const benchNamespace = "bench"
 
 // endpointBase starts the loader's endpoint addresses (172.16.0.0/12 holds 1M of them);
-// changeBase starts the addresses the one-endpoint changes bring in.
+// changeBase starts the addresses the one-endpoint changes bring in (outside that range, which
+// 100k Services × 10 endpoints fill).
 var (
 	endpointBase = netip.MustParseAddr("172.16.0.1")
-	changeBase   = netip.MustParseAddr("172.31.0.1")
+	changeBase   = netip.MustParseAddr("100.64.0.1")
 )
 
 const (
@@ -95,6 +96,8 @@ func newService(name string) *corev1.Service {
 // time and the control plane's CPU time per Service (the growth of the apiserver's cost per
 // Service with the number already stored shows there).
 type loadStats struct {
+	// Loader is "api" or "etcd" (config.Loader).
+	Loader string `json:",omitempty"`
 	Took   time.Duration
 	Tenths []loadTenth
 	// CPU is the control plane's CPU seconds over the whole load, by component.
@@ -113,7 +116,12 @@ type loadTenth struct {
 // ready endpoints for each, in two parallel streams (Services, EndpointSlices: a slice does
 // not need its Service) of workers/2 clients each, printing progress every 10 s and recording
 // the cost of every tenth of the Services.
-func load(ctx context.Context, cs kubernetes.Interface, n, k, workers int, cp *cpuWatch, progress func(string, ...any)) ([]benchService, loadStats, error) {
+//
+// With an etcd writer (the etcd loader, see etcdload_test.go) the Services and their IPAddress
+// objects are written into etcd instead, with ClusterIPs of serviceCIDR no Service holds yet;
+// the EndpointSlices still go through the API.
+func load(ctx context.Context, cs kubernetes.Interface, lo loadOptions, cp *cpuWatch, progress func(string, ...any)) ([]benchService, loadStats, error) {
+	n, k, workers := lo.N, lo.K, lo.Workers
 	ns := &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: benchNamespace}}
 	if _, err := cs.CoreV1().Namespaces().Create(ctx, ns, metav1.CreateOptions{}); err != nil {
 		return nil, loadStats{}, fmt.Errorf("creating namespace %s: %w", benchNamespace, err)
@@ -123,7 +131,6 @@ func load(ctx context.Context, cs kubernetes.Interface, n, k, workers int, cp *c
 	ctx, cancel := context.WithCancelCause(ctx)
 	defer cancel(nil)
 	start := time.Now()
-	stats := loadStats{}
 	cpu0 := cp.sample()
 	tenths := newTenthRecorder(n, start, cp)
 	var wg sync.WaitGroup
@@ -149,13 +156,28 @@ func load(ctx context.Context, cs kubernetes.Interface, n, k, workers int, cp *c
 			}()
 		}
 	}
-	stream("Service", &svcDone, func(i int) error {
-		got, err := cs.CoreV1().Services(benchNamespace).Create(ctx, newService(serviceName(i)), metav1.CreateOptions{})
-		if err == nil {
-			out[i].Name, out[i].ClusterIP = got.Name, got.Spec.ClusterIP
+	if lo.Etcd != nil {
+		ips, err := clusterIPsFor(ctx, cs, lo.ServiceCIDR, n)
+		if err != nil {
+			return nil, loadStats{}, err
 		}
-		return err
-	})
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			err := writeServicesToEtcd(ctx, lo.Etcd, ips, max(1, workers/2), out, func() error { return waitIPAddresses(ctx, cs, ips) }, func(d int) {
+				svcDone.Store(int64(d))
+				tenths.done(d)
+			})
+			if err == nil {
+				err = readBack(ctx, cs, out[0])
+			}
+			if err != nil {
+				cancel(fmt.Errorf("writing Services into etcd: %w", err))
+			}
+		}()
+	} else {
+		streamServices(stream, cs, out, &svcDone, ctx)
+	}
 	stream("EndpointSlice", &sliceDone, func(i int) error {
 		sl, err := cs.DiscoveryV1().EndpointSlices(benchNamespace).Create(ctx, newSlice(serviceName(i), i, k), metav1.CreateOptions{})
 		if err == nil {
@@ -163,6 +185,97 @@ func load(ctx context.Context, cs kubernetes.Interface, n, k, workers int, cp *c
 		}
 		return err
 	})
+	return waitLoaded(ctx, &wg, start, cpu0, cp, tenths, &svcDone, &sliceDone, lo, out, progress)
+}
+
+// loadOptions is what load writes: N Services of K endpoints, from Workers parallel clients;
+// Etcd, when set, writes the Services (ClusterIPs from ServiceCIDR) straight into etcd.
+type loadOptions struct {
+	N, K, Workers int
+	Etcd          *etcdWriter
+	ServiceCIDR   netip.Prefix
+}
+
+// clusterIPsFor picks n ClusterIPs of cidr that no existing Service holds.
+func clusterIPsFor(ctx context.Context, cs kubernetes.Interface, cidr netip.Prefix, n int) ([]netip.Addr, error) {
+	list, err := cs.CoreV1().Services(metav1.NamespaceAll).List(ctx, metav1.ListOptions{})
+	if err != nil {
+		return nil, fmt.Errorf("listing the existing Services: %w", err)
+	}
+	taken := map[string]bool{}
+	for _, s := range list.Items {
+		for _, ip := range s.Spec.ClusterIPs {
+			taken[ip] = true
+		}
+	}
+	return freeClusterIPs(cidr, taken, n)
+}
+
+// waitIPAddresses polls kube-apiserver's cache (a list at resourceVersion 0) every 100 ms until
+// it holds an IPAddress object for every address of ips, at most 5 minutes.
+func waitIPAddresses(ctx context.Context, cs kubernetes.Interface, ips []netip.Addr) error {
+	want := map[string]bool{}
+	for _, ip := range ips {
+		want[ip.String()] = true
+	}
+	seen := 0
+	err := pollUntil(5*time.Minute, 100*time.Millisecond, func() (bool, string) {
+		list, err := cs.NetworkingV1().IPAddresses().List(ctx, metav1.ListOptions{ResourceVersion: "0"})
+		if err != nil {
+			return false, err.Error()
+		}
+		seen = 0
+		for _, a := range list.Items {
+			if want[a.Name] {
+				seen++
+			}
+		}
+		return seen == len(want), fmt.Sprintf("%d of %d IPAddress objects in kube-apiserver's cache", seen, len(want))
+	})
+	if err != nil {
+		return fmt.Errorf("waiting for the IPAddress objects: %w", err)
+	}
+	return nil
+}
+
+// readBack reads a Service the etcd loader wrote, and its IPAddress, through kube-apiserver:
+// the objects are where kube-apiserver keeps them and it can decode them.
+func readBack(ctx context.Context, cs kubernetes.Interface, sv benchService) error {
+	got, err := cs.CoreV1().Services(benchNamespace).Get(ctx, sv.Name, metav1.GetOptions{})
+	if err != nil {
+		return fmt.Errorf("reading Service %s back through kube-apiserver: %w", sv.Name, err)
+	}
+	if got.Spec.ClusterIP != sv.ClusterIP {
+		return fmt.Errorf("Service %s read back with ClusterIP %q, written with %q", sv.Name, got.Spec.ClusterIP, sv.ClusterIP)
+	}
+	ip, err := cs.NetworkingV1().IPAddresses().Get(ctx, sv.ClusterIP, metav1.GetOptions{})
+	if err != nil {
+		return fmt.Errorf("reading IPAddress %s back through kube-apiserver: %w", sv.ClusterIP, err)
+	}
+	if ref := ip.Spec.ParentRef; ref == nil || ref.Name != sv.Name {
+		return fmt.Errorf("IPAddress %s read back with parent %+v", sv.ClusterIP, ip.Spec.ParentRef)
+	}
+	return nil
+}
+
+// streamServices creates the Services through the API (kube-apiserver allocates their
+// ClusterIPs).
+func streamServices(stream func(string, *atomic.Int64, func(int) error), cs kubernetes.Interface, out []benchService, done *atomic.Int64, ctx context.Context) {
+	stream("Service", done, func(i int) error {
+		got, err := cs.CoreV1().Services(benchNamespace).Create(ctx, newService(serviceName(i)), metav1.CreateOptions{})
+		if err == nil {
+			out[i].Name, out[i].ClusterIP = got.Name, got.Spec.ClusterIP
+		}
+		return err
+	})
+}
+
+// waitLoaded waits for the load's writers, printing progress every 10 s, and returns its
+// figures.
+func waitLoaded(ctx context.Context, wg *sync.WaitGroup, start time.Time, cpu0 cpuSample, cp *cpuWatch, tenths *tenthRecorder,
+	svcDone, sliceDone *atomic.Int64, lo loadOptions, out []benchService, progress func(string, ...any)) ([]benchService, loadStats, error) {
+	n, k := lo.N, lo.K
+	stats := loadStats{}
 	finished := make(chan struct{})
 	go func() { wg.Wait(); close(finished) }()
 	tick := time.NewTicker(10 * time.Second)
@@ -201,15 +314,12 @@ func newTenthRecorder(n int, start time.Time, cp *cpuWatch) *tenthRecorder {
 	return &tenthRecorder{n: n, cp: cp, last: start, lastCPU: cp.sample()}
 }
 
-// done records that d Services exist.
+// done records that d Services exist (d grows; a writer may report it in steps).
 func (r *tenthRecorder) done(d int) {
 	step := max(1, r.n/10)
-	if d%step != 0 && d != r.n {
-		return
-	}
 	r.mu.Lock()
 	defer r.mu.Unlock()
-	if d <= r.lastN {
+	if d < (r.lastN/step+1)*step && d != r.n {
 		return
 	}
 	now, cpu := time.Now(), r.cp.sample()

@@ -40,12 +40,33 @@ func (p *profiler) get(ctx context.Context, path string, q url.Values, timeout t
 
 // heapInUseMB is the agent's Go heap in use (runtime.MemStats.HeapInuse) as its heap profile's
 // text form reports it, without forcing a collection.
+// The runtime's memory statistics at that moment (the text form's "# runtime.MemStats" block)
+// are saved as memstats-<size>.txt: how RSS splits into heap, stacks and runtime overhead.
 func (p *profiler) heapInUseMB(ctx context.Context) (float64, error) {
 	b, err := p.get(ctx, "heap", url.Values{"debug": {"1"}}, profileTimeout)
 	if err != nil {
 		return 0, err
 	}
+	if err := p.saveMemStats(b); err != nil {
+		return 0, err
+	}
 	return parseMemStat(b, "HeapInuse")
+}
+
+// saveMemStats writes the "# runtime.MemStats" block of a heap profile's text form as
+// memstats-<size>.txt; nothing without a results directory.
+func (p *profiler) saveMemStats(text []byte) error {
+	if p.dir == "" {
+		return nil
+	}
+	_, block, ok := strings.Cut(string(text), "# runtime.MemStats\n")
+	if !ok {
+		return fmt.Errorf("no runtime.MemStats block in the heap profile")
+	}
+	if err := os.MkdirAll(p.dir, 0o755); err != nil {
+		return err
+	}
+	return os.WriteFile(filepath.Join(p.dir, fmt.Sprintf("memstats-%d.txt", p.size)), []byte(block), 0o644)
 }
 
 // parseMemStat reads "# <name> = <bytes>" of a heap profile's text form, in MB.

@@ -30,17 +30,20 @@ type figure struct {
 
 // sizeResult is everything one size measured, as written to BENCH_RESULTS.
 type sizeResult struct {
-	Services  int         `json:"services"`
-	Endpoints int         `json:"endpoints"`
-	When      time.Time   `json:"when"`
-	LoadAvg   string      `json:"loadAvg"`
-	Load      loadStats   `json:"load"`
-	Floor     floorResult `json:"floor"`
-	Figures   []figure    `json:"figures"`
+	Services  int       `json:"services"`
+	Endpoints int       `json:"endpoints"`
+	When      time.Time `json:"when"`
+	LoadAvg   string    `json:"loadAvg"`
+	// AgentOnly: kube-proxy did not run (BENCH_KUBE_PROXY=false).
+	AgentOnly bool         `json:"agentOnly,omitempty"`
+	Load      loadStats    `json:"load"`
+	Floor     floorResult  `json:"floor"`
+	Replay    replayResult `json:"replay"`
+	Figures   []figure     `json:"figures"`
 }
 
 // figures derives the report's rows from one size's measurements.
-func figures(n int, res []*result, floor floorResult) []figure {
+func figures(n int, res []*result, floor floorResult, replay replayResult) []figure {
 	a, k := res[0], res[1]
 	f := []figure{
 		{Name: "start → all Services programmed", Unit: "s", Kind: total, A: a.Programmed.Seconds(), K: k.Programmed.Seconds()},
@@ -66,6 +69,7 @@ func figures(n int, res []*result, floor floorResult) []figure {
 		{Name: "RSS per Service", Unit: "KB", Kind: total, A: a.RSS * 1024 / float64(n), K: k.RSS * 1024 / float64(n)},
 		{Name: "RSS of ovs-vswitchd", Unit: "MB", Kind: total, A: a.OVSRSS, AOnly: true},
 		{Name: "RSS after the idle window", Unit: "MB", Kind: total, A: a.RSSRest, K: k.RSSRest},
+		{Name: "replay after an ovs-vswitchd restart", Note: "OpenFlow up → every flow back", Unit: "s", Kind: total, A: replay.Took.Seconds(), AOnly: true},
 	}
 	for i := range f {
 		if f[i].Unit == "ms" {
@@ -108,7 +112,10 @@ func formatReport(sr sizeResult) string {
 	var full float64
 	for _, f := range sr.Figures {
 		ratio, kv := "–", "–"
-		if !f.AOnly {
+		if sr.AgentOnly && !f.AOnly {
+			kv = "not run"
+		}
+		if !f.AOnly && !sr.AgentOnly {
 			kv = formatValue(f.K, f.Unit)
 			if f.K != 0 {
 				ratio = fmt.Sprintf("%.2f", f.A/f.K)
@@ -129,7 +136,15 @@ func formatReport(sr sizeResult) string {
 	if fl.NativeErr != "" {
 		fmt.Fprintf(&b, "The native floor failed: %s\n", fl.NativeErr)
 	}
-	fmt.Fprintf(&b, "\nLoader: %v for %d Services + %d EndpointSlices; control-plane CPU %s.\n", sr.Load.Took.Round(time.Second), sr.Services, sr.Services, formatCPU(sr.Load.CPU))
+	if r := sr.Replay; r.Flows > 0 {
+		fmt.Fprintf(&b, "\nReplay: ovs-vswitchd killed (SIGKILL) and started again with flow-restore-wait; from its OpenFlow connection up to all %d flows back %v, flow-restore-wait cleared after %v.\n",
+			r.Flows, r.Took.Round(time.Millisecond), r.RestoreWaitCleared.Round(time.Millisecond))
+	}
+	via := "through kube-apiserver"
+	if sr.Load.Loader == "etcd" {
+		via = "Services and their IPAddress objects written into etcd, EndpointSlices through kube-apiserver"
+	}
+	fmt.Fprintf(&b, "\nLoader (%s): %v for %d Services + %d EndpointSlices; control-plane CPU %s.\n", via, sr.Load.Took.Round(time.Second), sr.Services, sr.Services, formatCPU(sr.Load.CPU))
 	if len(sr.Load.Tenths) > 0 {
 		b.WriteString("Per Service (with its EndpointSlice), by tenth of the load: Services so far → wall ms, kube-apiserver CPU ms:")
 		for _, t := range sr.Load.Tenths {

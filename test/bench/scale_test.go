@@ -5,6 +5,7 @@ package bench
 import (
 	"context"
 	"fmt"
+	"net/netip"
 	"os"
 	"strings"
 	"sync"
@@ -32,7 +33,7 @@ type result struct {
 	Missed                       int
 }
 
-// TestBenchScale runs antrea-agent and kube-proxy side by side on one apiserver holding
+// TestBenchScale runs antrea-agent and kube-proxy (unless BENCH_KUBE_PROXY=false) side by side on one apiserver holding
 // BENCH_SIZES (or BENCH_SERVICES) Services × BENCH_ENDPOINTS endpoints, one fresh sandbox per
 // size, and prints the comparison of each size and, over several sizes (of this run and of
 // BENCH_RESULTS), the growth of every figure (see docs/performance.md). It asserts only that
@@ -82,10 +83,16 @@ func TestBenchScale(t *testing.T) {
 
 // runSize measures one size on a fresh sandbox.
 func runSize(t *testing.T, cfg config, n int, progress func(string, ...any)) sizeResult {
-	progress("size %d: starting a sandbox", n)
+	proxies, names := []framework.NodeProxy{framework.ProxyAntrea}, "antrea-agent"
+	if cfg.KubeProxy {
+		proxies, names = append(proxies, framework.ProxyKubeProxy), "antrea-agent and kube-proxy"
+	}
+	progress("size %d: starting a sandbox (%s)", n, names)
 	sb := framework.StartSandbox(t, framework.SandboxOptions{
-		NodeProxies:  []framework.NodeProxy{framework.ProxyAntrea, framework.ProxyKubeProxy},
+		Nodes:        len(proxies),
+		NodeProxies:  proxies,
 		DeferProxies: true,
+		ControlPlane: framework.ControlPlaneOptions{ServiceCIDR: serviceCIDRFor(n)},
 		// Both sync at most once a second (kube-proxy's default minSyncPeriod) and resync
 		// every 30 s (the agent's sandbox default, kube-proxy's default syncPeriod).
 		Agent:     framework.AgentOptions{MinSyncInterval: time.Second, EnablePprof: true},
@@ -100,14 +107,24 @@ func runSize(t *testing.T, cfg config, n int, progress func(string, ...any)) siz
 	if err != nil {
 		t.Fatal(err)
 	}
-	svcs, ls, err := load(ctx, cs, n, cfg.Endpoints, cfg.LoadWorkers, cp, progress)
+	lo := loadOptions{N: n, K: cfg.Endpoints, Workers: cfg.LoadWorkers}
+	loader := cfg.loaderFor(n)
+	if loader == "etcd" {
+		lo.Etcd, lo.ServiceCIDR = newEtcdWriter(sb.CP.EtcdURL), netip.MustParsePrefix(serviceCIDRFor(n))
+	}
+	progress("loader: %s", loader)
+	svcs, ls, err := load(ctx, cs, lo, cp, progress)
 	if err != nil {
 		t.Fatal(err)
 	}
+	ls.Loader = loader
 	progress("loaded %d Services × %d endpoints in %v (control plane CPU: %s)", n, cfg.Endpoints, ls.Took.Round(time.Millisecond), formatCPU(ls.CPU))
 
-	sides := []*side{antreaSide(sb.Nodes[0], cfg.Endpoints), kubeProxySide(sb.Nodes[1])}
-	res := []*result{{}, {}}
+	sides := []*side{antreaSide(sb.Nodes[0], cfg.Endpoints)}
+	if cfg.KubeProxy {
+		sides = append(sides, kubeProxySide(sb.Nodes[1]))
+	}
+	res := []*result{{}, {}} // the kube-proxy one stays empty without it
 	measureStart(t, sb, sides, res, svcs, progress)
 	prof := newProfiler(sb.Nodes[0].API, cfg.Results, n)
 	measureMemory(t, ctx, sides, res, prof, progress)
@@ -122,14 +139,24 @@ func runSize(t *testing.T, cfg config, n int, progress func(string, ...any)) siz
 			t.Fatalf("%s RSS: %v", s.Name, err)
 		}
 	}
-	progress("RSS after the idle window %.0f / %.0f MB", res[0].RSSRest, res[1].RSSRest)
+	progress("RSS after the idle window %s", perSide(sides, res, func(r *result) string { return fmt.Sprintf("%.0f MB", r.RSSRest) }))
 	// A change waits at worst behind one full sync of the slower proxy.
 	changeTimeout := 30*time.Second + 2*max(res[0].Programmed, res[1].Programmed)
 	measureChanges(t, ctx, cs, sides, res, svcs, cfg, changeTimeout, progress)
+	replay := measureReplay(t, sb.Nodes[0], progress)
 	floor := measureFloor(t, sb.Nodes[0], progress)
 	checkMeasured(t, sides, res, floor)
 	return sizeResult{Services: n, Endpoints: cfg.Endpoints, When: time.Now().UTC(), LoadAvg: loadAvg(),
-		Load: ls, Floor: floor, Figures: figures(n, res, floor)}
+		AgentOnly: !cfg.KubeProxy, Load: ls, Floor: floor, Replay: replay, Figures: figures(n, res, floor, replay)}
+}
+
+// perSide formats one figure of each side: "antrea-agent X, kube-proxy Y".
+func perSide(sides []*side, res []*result, f func(*result) string) string {
+	var parts []string
+	for i, s := range sides {
+		parts = append(parts, s.Name+" "+f(res[i]))
+	}
+	return strings.Join(parts, ", ")
 }
 
 // measureStart starts both proxies at once and polls each until it programmed every Service.
@@ -257,14 +284,17 @@ func measureMemory(t *testing.T, ctx context.Context, sides []*side, res []*resu
 	if err := prof.saveHeap(ctx); err != nil {
 		t.Errorf("the agent's heap profile: %v", err)
 	}
-	progress("RSS %.0f / %.0f MB, agent heap in use %.0f MB, ovs-vswitchd RSS %.0f MB; profiles in %s",
-		res[0].RSS, res[1].RSS, res[0].HeapInUse, res[0].OVSRSS, prof.dir)
+	progress("RSS %s; agent heap in use %.0f MB, ovs-vswitchd RSS %.0f MB; profiles in %s",
+		perSide(sides, res, func(r *result) string { return fmt.Sprintf("%.0f MB", r.RSS) }), res[0].HeapInUse, res[0].OVSRSS, prof.dir)
 }
 
-// measureIdle takes the CPU time of both proxies and of the agent node's ovs-vswitchd over
+// measureIdle takes the CPU time of the proxies and of the agent node's ovs-vswitchd over
 // window while nothing changes.
 func measureIdle(t *testing.T, sides []*side, res []*result, window time.Duration, progress func(string, ...any)) {
-	pids := []int{sides[0].Node.ProxyPID(), sides[1].Node.ProxyPID(), sides[0].Node.OVS.VSwitchdPID()}
+	pids := []int{sides[0].Node.OVS.VSwitchdPID()}
+	for _, s := range sides {
+		pids = append(pids, s.Node.ProxyPID())
+	}
 	before := make([]float64, len(pids))
 	for i, p := range pids {
 		v, err := cpuSeconds(p)
@@ -285,7 +315,10 @@ func measureIdle(t *testing.T, sides []*side, res []*result, window time.Duratio
 		}
 		per[i] = (v - before[i]) / elapsed
 	}
-	res[0].IdleCPU, res[1].IdleCPU, res[0].OVSIdleCPU = per[0], per[1], per[2]
+	res[0].OVSIdleCPU = per[0]
+	for i := range sides {
+		res[i].IdleCPU = per[i+1]
+	}
 }
 
 // loadAvg is /proc/loadavg's first three fields.

@@ -54,7 +54,8 @@ func defaultAgentConfig() *config.AgentConfig {
 		},
 		Announcer: config.AnnouncerConfig{EnableLease: ptr(true), LeaseNamespace: Namespace,
 			LeaseDuration: config.Duration{Duration: 2 * time.Second}, RenewInterval: config.Duration{Duration: 500 * time.Millisecond},
-			HandoverTimeout: &config.Duration{Duration: 5 * time.Second}, GratuitousInterval: &config.Duration{Duration: 30 * time.Second}},
+			IdleRenewInterval: &config.Duration{Duration: 5 * time.Second},
+			HandoverTimeout:   &config.Duration{Duration: 5 * time.Second}, GratuitousInterval: &config.Duration{Duration: 30 * time.Second}},
 	}
 }
 
@@ -91,6 +92,7 @@ announcer:
   enableLease: false
   leaseDuration: 3s
   renewInterval: 1s
+  idleRenewInterval: 10s
   handoverTimeout: 0s
   gratuitousInterval: 1m
 `
@@ -130,7 +132,8 @@ func TestAgentConfParsesStrictly(t *testing.T) {
 		},
 		Announcer: config.AnnouncerConfig{EnableLease: ptr(false), LeaseNamespace: Namespace,
 			LeaseDuration: config.Duration{Duration: 3 * time.Second}, RenewInterval: config.Duration{Duration: time.Second},
-			HandoverTimeout: &config.Duration{}, GratuitousInterval: &config.Duration{Duration: time.Minute}},
+			IdleRenewInterval: &config.Duration{Duration: 10 * time.Second},
+			HandoverTimeout:   &config.Duration{}, GratuitousInterval: &config.Duration{Duration: time.Minute}},
 	}
 	for _, tc := range []struct {
 		name string

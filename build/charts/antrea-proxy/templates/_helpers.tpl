@@ -69,6 +69,7 @@ announcer:
   leaseNamespace: {{ .Release.Namespace | quote }}
   leaseDuration: {{ .Values.announcer.leaseDuration | quote }}
   renewInterval: {{ .Values.announcer.renewInterval | quote }}
+  idleRenewInterval: {{ .Values.announcer.idleRenewInterval | quote }}
   handoverTimeout: {{ .Values.announcer.handoverTimeout | quote }}
   gratuitousInterval: {{ .Values.announcer.gratuitousInterval | quote }}
 {{- end -}}

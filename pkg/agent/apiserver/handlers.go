@@ -37,7 +37,7 @@ type handlers struct {
 
 func (h *handlers) mux() http.Handler {
 	m := http.NewServeMux()
-	m.HandleFunc(apiv1.PathServiceMap, h.get(h.serviceMap))
+	m.HandleFunc(apiv1.PathServiceMap, h.getServiceMap(h.serviceMap))
 	m.HandleFunc(apiv1.PathOVSFlows, h.get(h.ovsFlows))
 	m.HandleFunc(apiv1.PathAgentInfo, h.get(h.agentInfo))
 	m.HandleFunc(apiv1.PathVersion, h.get(h.version))
@@ -143,7 +143,8 @@ func (h *handlers) proxier() (ServiceSource, *apiError) {
 	return h.services, nil
 }
 
-func (h *handlers) serviceMap(r *http.Request) (any, *apiError) {
+func (h *handlers) serviceMap(r *http.Request) (apiv1.ServiceMap, *apiError) {
+	var none apiv1.ServiceMap
 	q := r.URL.Query()
 	f := ServiceFilter{Namespace: q.Get(apiv1.QueryNamespace), Name: q.Get(apiv1.QueryName)}
 	switch all := q.Get(apiv1.QueryAll); all {
@@ -151,27 +152,27 @@ func (h *handlers) serviceMap(r *http.Request) (any, *apiError) {
 	case "true":
 		f.AllNamespaces = true
 	default:
-		return nil, errorf(http.StatusBadRequest, "query parameter %s=%q must be true or false", apiv1.QueryAll, all)
+		return none, errorf(http.StatusBadRequest, "query parameter %s=%q must be true or false", apiv1.QueryAll, all)
 	}
 	if f.AllNamespaces && f.Namespace != "" {
-		return nil, errorf(http.StatusBadRequest, "query parameters %s and %s=true are exclusive", apiv1.QueryNamespace, apiv1.QueryAll)
+		return none, errorf(http.StatusBadRequest, "query parameters %s and %s=true are exclusive", apiv1.QueryNamespace, apiv1.QueryAll)
 	}
 	if f.AllNamespaces && f.Name != "" {
-		return nil, errorf(http.StatusBadRequest, "a Service cannot be selected by name (%q) across all namespaces", f.Name)
+		return none, errorf(http.StatusBadRequest, "a Service cannot be selected by name (%q) across all namespaces", f.Name)
 	}
 	if f.Namespace == "" {
 		f.Namespace = "default"
 	}
 	if msgs := validation.IsDNS1123Label(f.Namespace); len(msgs) > 0 {
-		return nil, errorf(http.StatusBadRequest, "namespace %q is invalid: %s", f.Namespace, strings.Join(msgs, "; "))
+		return none, errorf(http.StatusBadRequest, "namespace %q is invalid: %s", f.Namespace, strings.Join(msgs, "; "))
 	}
 	src, err := h.proxier()
 	if err != nil {
-		return nil, err
+		return none, err
 	}
 	m := BuildServiceMap(src, f)
 	if f.Name != "" && len(m.Items) == 0 {
-		return nil, errorf(http.StatusNotFound, "Service %s/%s is not programmed by this agent (it does not exist, is skipped, or has no cluster IP)", f.Namespace, f.Name)
+		return none, errorf(http.StatusNotFound, "Service %s/%s is not programmed by this agent (it does not exist, is skipped, or has no cluster IP)", f.Namespace, f.Name)
 	}
 	return m, nil
 }

@@ -12,6 +12,7 @@ import (
 	"testing"
 	"time"
 
+	agentconfig "github.com/antrea-proxy/antrea-proxy/pkg/config"
 	"github.com/antrea-proxy/antrea-proxy/test/e2e/framework"
 )
 
@@ -95,7 +96,7 @@ func runSize(t *testing.T, cfg config, n int, progress func(string, ...any)) siz
 		ControlPlane: framework.ControlPlaneOptions{ServiceCIDR: serviceCIDRFor(n)},
 		// Both sync at most once a second (kube-proxy's default minSyncPeriod) and resync
 		// every 30 s (the agent's sandbox default, kube-proxy's default syncPeriod).
-		Agent:     framework.AgentOptions{MinSyncInterval: time.Second, EnablePprof: true},
+		Agent:     framework.AgentOptions{MinSyncInterval: time.Second, EnablePprof: true, MaxFlows: flowBudgetFor(n, cfg.Endpoints)},
 		KubeProxy: framework.KubeProxyOptions{MinSyncPeriod: time.Second, SyncPeriod: 30 * time.Second, StartTimeout: startTimeout(n)},
 	})
 	ctx := context.Background()
@@ -148,6 +149,18 @@ func runSize(t *testing.T, cfg config, n int, progress func(string, ...any)) siz
 	checkMeasured(t, sides, res, floor)
 	return sizeResult{Services: n, Endpoints: cfg.Endpoints, When: time.Now().UTC(), LoadAvg: loadAvg(),
 		AgentOnly: !cfg.KubeProxy, Load: ls, Floor: floor, Replay: replay, Figures: figures(n, res, floor, replay)}
+}
+
+// flowBudgetFor is the agent's antreaProxy.maxFlows for n Services of k endpoints: its default
+// (1,000,000 flows and group buckets) unless the Services need more (each costs its k buckets
+// and 2 flows: above about 80,000 Services of 10 endpoints), then what they need and a quarter.
+// An operator running that many Services raises it the same way.
+func flowBudgetFor(n, k int) int {
+	need := n * (k + 2)
+	if need <= agentconfig.DefaultMaxFlows {
+		return 0
+	}
+	return need + need/4
 }
 
 // perSide formats one figure of each side: "antrea-agent X, kube-proxy Y".

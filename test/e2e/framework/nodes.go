@@ -189,6 +189,8 @@ type AgentOptions struct {
 	MinSyncInterval time.Duration
 	// EnablePprof serves the agent's runtime profiles on its API socket (enablePprof).
 	EnablePprof bool
+	// MaxFlows is antreaProxy.maxFlows; 0 means its default.
+	MaxFlows int
 }
 
 // agentConfig is the node's antrea-agent.conf for opts.
@@ -212,6 +214,7 @@ func (n *Node) agentConfig(opts AgentOptions) *config.AgentConfig {
 			ProxyLoadBalancerIPs: &lbIPs,
 			MinSyncInterval:      config.Duration{Duration: sync},
 			FullSyncPeriod:       config.Duration{Duration: 30 * time.Second},
+			MaxFlows:             opts.MaxFlows,
 			// The class of the antrea-controller StartController runs (its default).
 			LoadBalancerClass: config.DefaultLoadBalancerClass,
 		},

@@ -83,17 +83,18 @@ type ServicePort struct {
 	Problem *Problem `json:"problem"`
 }
 
-// Problem reasons (proxy.ProblemOVSRejected, proxy.ProblemFlowConflict and
-// proxy.ProblemAddressRefused).
+// Problem reasons (proxy.ProblemOVSRejected, proxy.ProblemFlowConflict,
+// proxy.ProblemAddressRefused and proxy.ProblemTooManyFlows).
 const (
 	ProblemOVSRejected    = "OVSRejected"
 	ProblemFlowConflict   = "FlowConflict"
 	ProblemAddressRefused = "AddressRefused"
+	ProblemTooManyFlows   = "TooManyFlows"
 )
 
 // Problem is what keeps a Service from being programmed as it asks.
 type Problem struct {
-	// Reason is OVSRejected or FlowConflict, the reason of the Warning Event on the Service.
+	// Reason is one of the Problem reasons, the reason of the Warning Event on the Service.
 	Reason string `json:"reason"`
 	// Message is the OVS error, or which Service the contested match is programmed for.
 	Message string `json:"message"`

@@ -29,6 +29,8 @@ func newInformerFactory(client kubernetes.Interface) informers.SharedInformerFac
 //     annotation (every other annotation and label is kept: the project's own Service
 //     annotations of pkg/lbapi, the endpoints' last-change-trigger-time, and whatever a change
 //     tracker compares);
+//   - EndpointSlices: metadata.ownerReferences (the proxier finds a slice's Service by its
+//     kubernetes.io/service-name label);
 //   - EndpointSlice endpoints: targetRef, hostname and deprecatedTopology (the proxier reads
 //     addresses, conditions, nodeName, zone and hints); the nodeName and zone strings of all
 //     endpoints share one copy per distinct value, and the condition booleans one true and one
@@ -61,7 +63,7 @@ func (t *trimmer) transform(obj any) (any, error) {
 		o.ManagedFields = nil
 		delete(o.Annotations, lastAppliedAnnotation)
 	case *discovery.EndpointSlice:
-		o.ManagedFields = nil
+		o.ManagedFields, o.OwnerReferences = nil, nil
 		delete(o.Annotations, lastAppliedAnnotation)
 		o.Endpoints = t.trimEndpoints(o.Endpoints)
 	case *v1.Node:

@@ -149,7 +149,7 @@ func BaseFlows(n NodeConfig) []of.Flow {
 		// (conntrack marks neighbour solicitations and advertisements invalid).
 		for _, typ := range []uint8{icmpv6NeighborSolicitation, icmpv6NeighborAdvertisement} {
 			flows = append(flows, of.Flow{Table: TableClassifier, Priority: PriorityND, Cookie: c,
-				Match:   of.Match{EthType: of.EthTypeIPv6, IPProto: of.ProtoICMPv6, ICMPType: &typ},
+				Match:   of.Match{EthType: of.EthTypeIPv6, IPProto: of.ProtoICMPv6, Extra: &of.MatchExtra{ICMPType: &typ}},
 				Actions: []of.Action{of.Normal{}}})
 		}
 	}
@@ -336,7 +336,7 @@ func peerCommitFlows(n NodeConfig, c uint64, f family) []of.Flow {
 			return ct
 		}
 		plain := serviceZoneCommit(f)
-		m := of.Match{EthType: f.ethType, IPProto: of.ProtoTCP, Src: src, CtState: newConn, TCPFlags: syn}
+		m := of.Match{EthType: f.ethType, IPProto: of.ProtoTCP, Src: src, CtState: newConn, Extra: &of.MatchExtra{TCPFlags: syn}}
 		low, high := m, m
 		low.TpSrcMask = 0xfc00 // 0-1023
 		high.TpSrc, high.TpSrcMask = peerPortsMid, peerPortsMid

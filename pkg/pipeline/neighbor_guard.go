@@ -52,7 +52,8 @@ func NeighborGuardFlows(c uint64, p Pod) []of.Flow {
 	var v6 []netip.Addr
 	var flows []of.Flow
 	allow := func(m of.Match) {
-		m.InPort, m.EthSrc = p.OFPort, p.MAC
+		m.InPort = p.OFPort
+		m.SetExtra(func(x *of.MatchExtra) { x.EthSrc = p.MAC })
 		flows = append(flows, of.Flow{Table: TableClassifier, Priority: PriorityNeighborAllow, Cookie: c,
 			Match: m, Actions: []of.Action{of.Normal{}}})
 	}
@@ -61,8 +62,8 @@ func NeighborGuardFlows(c uint64, p Pod) []of.Flow {
 			v6 = append(v6, ip)
 			continue
 		}
-		allow(of.Match{EthType: of.EthTypeARP, ARPSPA: ip, ARPSHA: p.MAC})
-		allow(of.Match{EthType: of.EthTypeARP, ARPOp: arpRequest, ARPSPA: netip.IPv4Unspecified(), ARPTPA: ip, ARPSHA: p.MAC})
+		allow(of.Match{EthType: of.EthTypeARP, Extra: &of.MatchExtra{ARPSPA: ip, ARPSHA: p.MAC}})
+		allow(of.Match{EthType: of.EthTypeARP, Extra: &of.MatchExtra{ARPOp: arpRequest, ARPSPA: netip.IPv4Unspecified(), ARPTPA: ip, ARPSHA: p.MAC}})
 	}
 	if len(v6) > 0 {
 		v6 = append(v6, LinkLocalEUI64(p.MAC))
@@ -70,10 +71,10 @@ func NeighborGuardFlows(c uint64, p Pod) []of.Flow {
 	absent := make(net.HardwareAddr, 6)
 	for _, ip := range v6 {
 		for _, ll := range []net.HardwareAddr{p.MAC, absent} {
-			allow(ndMatch(icmpv6NeighborSolicitation, of.Match{Src: netip.PrefixFrom(ip, 128), NDSLL: ll}))
-			allow(ndMatch(icmpv6NeighborAdvertisement, of.Match{NDTarget: ip, NDTLL: ll}))
+			allow(ndMatch(icmpv6NeighborSolicitation, of.Match{Src: netip.PrefixFrom(ip, 128), Extra: &of.MatchExtra{NDSLL: ll}}))
+			allow(ndMatch(icmpv6NeighborAdvertisement, of.Match{Extra: &of.MatchExtra{NDTarget: ip, NDTLL: ll}}))
 		}
-		allow(ndMatch(icmpv6NeighborSolicitation, of.Match{Src: netip.PrefixFrom(netip.IPv6Unspecified(), 128), NDTarget: ip, NDSLL: absent}))
+		allow(ndMatch(icmpv6NeighborSolicitation, of.Match{Src: netip.PrefixFrom(netip.IPv6Unspecified(), 128), Extra: &of.MatchExtra{NDTarget: ip, NDSLL: absent}}))
 	}
 	drop := func(m of.Match) {
 		m.InPort = p.OFPort
@@ -82,7 +83,7 @@ func NeighborGuardFlows(c uint64, p Pod) []of.Flow {
 	}
 	drop(of.Match{EthType: of.EthTypeARP})
 	for _, typ := range []uint8{icmpv6RouterAdvertisement, icmpv6NeighborSolicitation, icmpv6NeighborAdvertisement, icmpv6Redirect} {
-		drop(of.Match{EthType: of.EthTypeIPv6, IPProto: of.ProtoICMPv6, ICMPType: &typ})
+		drop(of.Match{EthType: of.EthTypeIPv6, IPProto: of.ProtoICMPv6, Extra: &of.MatchExtra{ICMPType: &typ}})
 	}
 	return flows
 }
@@ -90,7 +91,8 @@ func NeighborGuardFlows(c uint64, p Pod) []of.Flow {
 // ndMatch completes m into a match of the neighbour discovery message typ (code 0).
 func ndMatch(typ uint8, m of.Match) of.Match {
 	code := uint8(0)
-	m.EthType, m.IPProto, m.ICMPType, m.ICMPCode = of.EthTypeIPv6, of.ProtoICMPv6, &typ, &code
+	m.EthType, m.IPProto = of.EthTypeIPv6, of.ProtoICMPv6
+	m.SetExtra(func(x *of.MatchExtra) { x.ICMPType, x.ICMPCode = &typ, &code })
 	return m
 }
 

@@ -58,7 +58,7 @@ func PodFlows(round uint16, gatewayMAC net.HardwareAddr, p Pod) []of.Flow {
 	var flows []of.Flow
 	fromPod := func(f family, src netip.Prefix) of.Flow {
 		return of.Flow{Table: TableClassifier, Priority: PriorityNormal, Cookie: c,
-			Match:   of.Match{InPort: p.OFPort, EthType: f.ethType, EthSrc: p.MAC, Src: src},
+			Match:   of.Match{InPort: p.OFPort, EthType: f.ethType, Src: src, Extra: &of.MatchExtra{EthSrc: p.MAC}},
 			Actions: classify}
 	}
 	hasV6 := false

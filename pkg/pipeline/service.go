@@ -313,14 +313,16 @@ func (s *servicePort) flow(prio uint16, m of.Match, reg0, reg0Mask uint32, actio
 	return of.Flow{Table: TableServiceLB, Priority: prio, Cookie: s.cookie, Match: m, Actions: actions}
 }
 
-func hashFields(fam family, proto of.IPProto) []string {
-	src, dst := "ip_src", "ip_dst"
-	if fam == familyV6 {
-		src, dst = "ipv6_src", "ipv6_dst"
-	}
-	l4 := map[of.IPProto]string{of.ProtoTCP: "tcp", of.ProtoUDP: "udp", of.ProtoSCTP: "sctp"}[proto]
-	return []string{src, dst, l4 + "_src", l4 + "_dst"}
+// hashFieldSets are the select groups' hash fields by family and protocol: every group of a
+// kind shares its slice (read-only, as everything a group holds).
+var hashFieldSets = map[bool]map[of.IPProto][]string{
+	false: {of.ProtoTCP: {"ip_src", "ip_dst", "tcp_src", "tcp_dst"}, of.ProtoUDP: {"ip_src", "ip_dst", "udp_src", "udp_dst"},
+		of.ProtoSCTP: {"ip_src", "ip_dst", "sctp_src", "sctp_dst"}},
+	true: {of.ProtoTCP: {"ipv6_src", "ipv6_dst", "tcp_src", "tcp_dst"}, of.ProtoUDP: {"ipv6_src", "ipv6_dst", "udp_src", "udp_dst"},
+		of.ProtoSCTP: {"ipv6_src", "ipv6_dst", "sctp_src", "sctp_dst"}},
 }
+
+func hashFields(fam family, proto of.IPProto) []string { return hashFieldSets[fam == familyV6][proto] }
 
 // group builds a select group with one bucket per endpoint. Without session affinity a bucket
 // commits the connection and DNATs it to its endpoint itself (ct in the bucket, as OVN's load
@@ -330,13 +332,17 @@ func hashFields(fam family, proto of.IPProto) []string {
 func (s *servicePort) group(id uint32, eps []model.Endpoint) *of.Group {
 	g := &of.Group{ID: id, Type: of.GroupTypeSelect, HashFields: hashFields(s.fam, s.proto),
 		Buckets: make([]of.Bucket, len(eps))}
-	// Without affinity every bucket is one ct action: the actions, their NATs and the shared
-	// ct_mark exec are allocated once per group, not per bucket (10k × 10 endpoints: 100k).
+	// Without affinity every bucket is one ct action: the actions, their ct values, their NATs
+	// and the shared ct_mark exec are allocated once per group, not per bucket (10k × 10
+	// endpoints: 100k).
 	var acts []of.Action
-	var nats []of.NAT
-	var exec []of.Action
 	if s.timeout == 0 {
-		acts, nats, exec = make([]of.Action, len(eps)), make([]of.NAT, len(eps)), markService()
+		cts, nats, exec := make([]of.CT, len(eps)), make([]of.NAT, len(eps)), markService()
+		for i, ep := range eps {
+			nats[i] = dnatTo(ep)
+			cts[i] = s.dnatCommit(&nats[i], exec)
+		}
+		acts = of.CTActions(cts)
 	}
 	for i, ep := range eps {
 		var actions []of.Action
@@ -345,8 +351,6 @@ func (s *servicePort) group(id uint32, eps []model.Endpoint) *of.Group {
 				of.SetReg{Reg: RegEndpointPort, Value: uint32(ep.Port) | BitEndpointSet, Mask: EndpointPortMask | BitEndpointSet},
 				of.Resubmit{Table: TableSessionAffinityLearn})
 		} else {
-			nats[i] = dnatTo(ep)
-			acts[i] = s.dnatCommit(&nats[i], exec)
 			actions = acts[i : i+1 : i+1]
 		}
 		g.Buckets[i] = of.Bucket{ID: uint32(i), Weight: 100, Actions: actions}

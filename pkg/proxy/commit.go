@@ -96,7 +96,12 @@ func (p *Proxier) collectSelected(in *syncInput, pl *plan) bool {
 		for _, d := range in.computed[nn] {
 			before, had := p.ownerEndpoints[d.owner]
 			changed = changed || udpChanged(before, had, d, npAddrs)
-			p.ownerEndpoints[d.owner] = selectedOf(d)
+			// Only UDP owners are kept: nothing else is ever read back.
+			if s := selectedOf(d); s.udp {
+				p.ownerEndpoints[d.owner] = s
+			} else {
+				delete(p.ownerEndpoints, d.owner)
+			}
 		}
 	}
 	return changed

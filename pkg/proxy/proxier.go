@@ -47,7 +47,7 @@ type Proxier struct {
 	services       map[types.NamespacedName]*v1.Service
 	dirty          sets.Set[types.NamespacedName]
 	groups         *groupIDs
-	ownerEndpoints map[owner]selected // what each owner's groups selected at its last sync
+	ownerEndpoints map[owner]selected // what each UDP owner's groups selected at its last sync
 	ctFailed       bool               // the last conntrack reconciliation failed somewhere
 	ownerMeta      map[owner]ownerInfo
 	quarantine     map[types.NamespacedName]*quarantined

@@ -3,6 +3,7 @@ package openflow
 import (
 	"net"
 	"net/netip"
+	"unsafe"
 )
 
 // Action is one OpenFlow action. The set of implementations is closed: each type below.
@@ -21,12 +22,14 @@ const (
 )
 
 // NAT is the nat() clause of a ct action.
+// Addr comes first: with the small fields after it a NAT is 32 bytes, not 40 (a select group
+// holds one per bucket).
 type NAT struct {
-	Kind NATKind
 	// Addr is zero for NATReply. For NATSrc, an unspecified or zero Addr is "nat(src)": the
 	// connection keeps its source address, and conntrack only moves its source port when its
 	// reply tuple is already taken (OVS's zero SNAT, the null binding of Linux conntrack).
 	Addr netip.Addr
+	Kind NATKind
 	Port uint16 // 0 keeps the port
 	// PortMax, when above Port, makes the port a range (nat(src=ADDR:Port-PortMax)); it
 	// requires an address (OVS refuses a range for the all-zero one).
@@ -170,3 +173,27 @@ func (OutputInPort) isAction() {}
 func (Normal) isAction()       {}
 func (Drop) isAction()         {}
 func (Controller) isAction()   {}
+
+// CTActions returns cts as actions without boxing each one on its own: action i holds cts[i]
+// in place (an interface holding a CT points to its value, here to the array's element), so a
+// select group's buckets share one array instead of one allocation per bucket. Actions are
+// immutable values: the caller must never modify cts afterwards.
+func CTActions(cts []CT) []Action {
+	out := make([]Action, len(cts))
+	if len(cts) == 0 {
+		return out
+	}
+	var boxed Action = CT{}
+	tab := (*ifaceWords)(unsafe.Pointer(&boxed)).tab
+	for i := range cts {
+		w := (*ifaceWords)(unsafe.Pointer(&out[i]))
+		w.tab, w.data = tab, unsafe.Pointer(&cts[i])
+	}
+	return out
+}
+
+// ifaceWords is the layout of a non-empty interface value: its method table and a pointer to
+// its value (for a type that is not pointer-shaped, as CT).
+type ifaceWords struct {
+	tab, data unsafe.Pointer
+}

@@ -252,11 +252,6 @@ func canonicalPort(p uint32) uint32 {
 
 func canonicalMatch(m Match) Match {
 	m.InPort = canonicalPort(m.InPort)
-	m.EthSrc = canonicalMAC(m.EthSrc)
-	m.EthDst = canonicalMAC(m.EthDst)
-	m.ARPSHA = canonicalMAC(m.ARPSHA)
-	m.NDSLL = canonicalMAC(m.NDSLL)
-	m.NDTLL = canonicalMAC(m.NDTLL)
 	m.Src = canonicalPrefix(m.Src)
 	m.Dst = canonicalPrefix(m.Dst)
 	if m.CtState != nil && *m.CtState == (CtState{}) {
@@ -272,23 +267,33 @@ func canonicalMatch(m Match) Match {
 	if m.TpSrcMask == 0xffff {
 		m.TpSrcMask = 0
 	}
-	if m.TCPFlags != nil && *m.TCPFlags == (TCPFlags{}) {
-		m.TCPFlags = nil
-	} else if m.TCPFlags != nil {
-		f := *m.TCPFlags
-		m.TCPFlags = &f
-	}
-	if m.ICMPType != nil {
-		v := *m.ICMPType
-		m.ICMPType = &v
-	}
-	if m.ICMPCode != nil {
-		v := *m.ICMPCode
-		m.ICMPCode = &v
-	}
-	m.Regs = canonicalRegs(m.Regs, m.XXRegs)
-	m.XXRegs = nil
+	m.Regs = canonicalRegs(m.Regs, m.Ext().XXRegs)
+	m.SetExtra(canonicalExtra)
 	return m
+}
+
+// canonicalExtra puts x (a copy of a Match's) in canonical form; XXRegs are in Regs already.
+func canonicalExtra(x *MatchExtra) {
+	x.EthSrc = canonicalMAC(x.EthSrc)
+	x.EthDst = canonicalMAC(x.EthDst)
+	x.ARPSHA = canonicalMAC(x.ARPSHA)
+	x.NDSLL = canonicalMAC(x.NDSLL)
+	x.NDTLL = canonicalMAC(x.NDTLL)
+	if x.TCPFlags != nil && *x.TCPFlags == (TCPFlags{}) {
+		x.TCPFlags = nil
+	} else if x.TCPFlags != nil {
+		f := *x.TCPFlags
+		x.TCPFlags = &f
+	}
+	if x.ICMPType != nil {
+		v := *x.ICMPType
+		x.ICMPType = &v
+	}
+	if x.ICMPCode != nil {
+		v := *x.ICMPCode
+		x.ICMPCode = &v
+	}
+	x.XXRegs = nil
 }
 
 // canonicalRegs splits xxregs into regs (xxregN is reg4N..reg4N+3, most significant first),

@@ -2,6 +2,7 @@ package openflow
 
 import (
 	"fmt"
+	"maps"
 	"net/netip"
 	"slices"
 	"strconv"
@@ -53,7 +54,8 @@ func (f RegField) mask() uint32 {
 func NewNames(tables map[uint8]string, fields []RegField) (*Names, error) {
 	n := &Names{tables: map[uint8]string{}, tableNo: map[string]uint8{}, byName: map[string]RegField{}}
 	var errs []string
-	for t, name := range tables {
+	for _, t := range slices.Sorted(maps.Keys(tables)) { // in table order: the errors are stable
+		name := tables[t]
 		if err := checkDisplayName(name); err != nil {
 			errs = append(errs, fmt.Sprintf("table %d: %v", t, err))
 		}

@@ -165,6 +165,9 @@ func parseFlow(s string) (Flow, error) {
 			return Flow{}, err
 		}
 	}
+	if x := f.Match.Extra; x != nil && x.IsZero() {
+		f.Match.Extra = nil // e.g. arp_op=0: as a Match that never set it
+	}
 	actions, err := parseActions(strings.TrimSpace(acts))
 	if err != nil {
 		return Flow{}, err

@@ -50,6 +50,13 @@ func parseMatchToken(m *Match, key, val string, hasVal bool, tok string) error {
 		return nil
 	}
 	var err error
+	// ext returns m's extra fields, which parsing gives m alone.
+	ext := func() *MatchExtra {
+		if m.Extra == nil {
+			m.Extra = &MatchExtra{}
+		}
+		return m.Extra
+	}
 	switch key {
 	case "in_port":
 		m.InPort, err = parsePort(val)
@@ -62,9 +69,9 @@ func parseMatchToken(m *Match, key, val string, hasVal bool, tok string) error {
 		v, err = parseUint8(val)
 		m.IPProto = IPProto(v)
 	case "dl_src", "eth_src":
-		m.EthSrc, err = parseMAC(val)
+		ext().EthSrc, err = parseMAC(val)
 	case "dl_dst", "eth_dst":
-		m.EthDst, err = parseMAC(val)
+		ext().EthDst, err = parseMAC(val)
 	case "nw_src", "ip_src":
 		m.Src, err = parsePrefix(val, false)
 	case "nw_dst", "ip_dst":
@@ -79,27 +86,27 @@ func parseMatchToken(m *Match, key, val string, hasVal bool, tok string) error {
 		if err == nil && p.Bits() != 32 {
 			err = fmt.Errorf("only an exact arp_tpa is supported")
 		}
-		m.ARPTPA = p.Addr()
+		ext().ARPTPA = p.Addr()
 	case "arp_op":
-		m.ARPOp, err = parseUint16(val)
+		ext().ARPOp, err = parseUint16(val)
 	case "arp_spa":
-		m.ARPSPA, err = parseExactAddr(val, false, key)
+		ext().ARPSPA, err = parseExactAddr(val, false, key)
 	case "arp_sha":
-		m.ARPSHA, err = parseMAC(val)
+		ext().ARPSHA, err = parseMAC(val)
 	case "nd_target":
-		m.NDTarget, err = parseExactAddr(val, true, key)
+		ext().NDTarget, err = parseExactAddr(val, true, key)
 	case "nd_sll":
-		m.NDSLL, err = parseMAC(val)
+		ext().NDSLL, err = parseMAC(val)
 	case "nd_tll":
-		m.NDTLL, err = parseMAC(val)
+		ext().NDTLL, err = parseMAC(val)
 	case "icmp_type", "icmpv6_type":
 		var v uint8
 		v, err = parseUint8(val)
-		m.ICMPType = &v
+		ext().ICMPType = &v
 	case "icmp_code", "icmpv6_code":
 		var v uint8
 		v, err = parseUint8(val)
-		m.ICMPCode = &v
+		ext().ICMPCode = &v
 	case "tp_src", "tcp_src", "udp_src", "sctp_src":
 		v, mask, masked := strings.Cut(val, "/")
 		if m.TpSrc, err = parseUint16(v); err == nil && masked {
@@ -114,7 +121,7 @@ func parseMatchToken(m *Match, key, val string, hasVal bool, tok string) error {
 	case "tcp_flags":
 		var f TCPFlags
 		f, err = parseTCPFlags(val)
-		m.TCPFlags = &f
+		ext().TCPFlags = &f
 	case "ct_state":
 		var s CtState
 		s, err = parseCtState(val)
@@ -148,7 +155,10 @@ func parseRegToken(m *Match, key, val, tok string) error {
 		if err != nil {
 			return tokErr(tok, "%v", err)
 		}
-		m.XXRegs = append(m.XXRegs, XXRegMatch{XXReg: uint8(n), Value: v, Mask: mask})
+		if m.Extra == nil {
+			m.Extra = &MatchExtra{}
+		}
+		m.Extra.XXRegs = append(m.Extra.XXRegs, XXRegMatch{XXReg: uint8(n), Value: v, Mask: mask})
 		return nil
 	case strings.HasPrefix(key, "reg"):
 		n, err := strconv.ParseUint(key[len("reg"):], 10, 8)

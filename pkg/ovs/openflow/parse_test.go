@@ -87,8 +87,7 @@ var parseFlowCases = []struct {
 		line: " table=1, priority=180,pkt_mark=0x3/0xff,udp,reg7=0x1/0xff,in_port=3,dl_src=aa:bb:cc:dd:ee:01,nw_src=10.0.0.0/24,tp_src=53 actions=output:3,IN_PORT,NORMAL,controller(reason=no_match,max_len=128,userdata=01.02)",
 		want: of.Flow{Table: 1, Priority: 180, Match: of.Match{
 			PktMark: &of.Masked32{Value: 3, Mask: 0xff}, EthType: of.EthTypeIP, IPProto: of.ProtoUDP,
-			Regs: []of.RegMatch{{Reg: 7, Value: 1, Mask: 0xff}}, InPort: 3, EthSrc: mac("aa:bb:cc:dd:ee:01"),
-			Src: netip.MustParsePrefix("10.0.0.0/24"), TpSrc: 53,
+			Regs: []of.RegMatch{{Reg: 7, Value: 1, Mask: 0xff}}, InPort: 3, Src: netip.MustParsePrefix("10.0.0.0/24"), TpSrc: 53, Extra: &of.MatchExtra{EthSrc: mac("aa:bb:cc:dd:ee:01")},
 		}, Actions: []of.Action{of.Output{Port: 3}, of.OutputInPort{}, of.Normal{},
 			of.Controller{Reason: "no_match", MaxLen: 128, UserData: []byte{1, 2}}}},
 	},
@@ -206,8 +205,7 @@ var parseFlowCases = []struct {
 		name: "masked tp_src, tcp_flags and a snat port range",
 		line: " priority=15,ct_state=+new+trk,tcp,nw_src=10.0.0.1,tp_src=0x8000/0x8000,tcp_flags=+syn-ack actions=ct(commit,table=20,zone=65520,nat(src=10.0.0.1:1024-32767))",
 		want: of.Flow{Priority: 15, Match: of.Match{EthType: of.EthTypeIP, IPProto: of.ProtoTCP, Src: netip.MustParsePrefix("10.0.0.1/32"),
-			TpSrc: 0x8000, TpSrcMask: 0x8000, TCPFlags: &of.TCPFlags{Set: of.TCPSyn, Unset: of.TCPAck},
-			CtState: &of.CtState{Set: of.CtNew | of.CtTrk}},
+			TpSrc: 0x8000, TpSrcMask: 0x8000, CtState: &of.CtState{Set: of.CtNew | of.CtTrk}, Extra: &of.MatchExtra{TCPFlags: &of.TCPFlags{Set: of.TCPSyn, Unset: of.TCPAck}}},
 			Actions: []of.Action{of.CT{Commit: true, HasTable: true, Table: 20, Zone: 65520,
 				NAT: &of.NAT{Kind: of.NATSrc, Addr: netip.MustParseAddr("10.0.0.1"), Port: 1024, PortMax: 32767}}}},
 	},
@@ -268,7 +266,7 @@ var parseFlowCases = []struct {
 	{
 		name: "arp",
 		line: " priority=18,arp,arp_tpa=10.0.0.1,arp_op=1 actions=CONTROLLER:100",
-		want: of.Flow{Priority: 18, Match: of.Match{EthType: of.EthTypeARP, ARPTPA: netip.MustParseAddr("10.0.0.1"), ARPOp: 1},
+		want: of.Flow{Priority: 18, Match: of.Match{EthType: of.EthTypeARP, Extra: &of.MatchExtra{ARPTPA: netip.MustParseAddr("10.0.0.1"), ARPOp: 1}},
 			Actions: []of.Action{of.Controller{MaxLen: 100}}},
 	},
 	{
@@ -311,7 +309,7 @@ var parseFlowCases = []struct {
 	{
 		name: "in_port and macs, ct nat then resubmit and group",
 		line: " priority=28,in_port=5,dl_src=aa:bb:cc:dd:ee:01,dl_dst=aa:bb:cc:dd:ee:02 actions=ct(zone=3,nat),resubmit(,4),group:1",
-		want: of.Flow{Priority: 28, Match: of.Match{InPort: 5, EthSrc: mac("aa:bb:cc:dd:ee:01"), EthDst: mac("aa:bb:cc:dd:ee:02")},
+		want: of.Flow{Priority: 28, Match: of.Match{InPort: 5, Extra: &of.MatchExtra{EthSrc: mac("aa:bb:cc:dd:ee:01"), EthDst: mac("aa:bb:cc:dd:ee:02")}},
 			Actions: []of.Action{of.CT{Zone: 3, NAT: &of.NAT{Kind: of.NATReply}}, of.Resubmit{Table: 4}, of.GroupAction{ID: 1}}},
 	},
 	{
@@ -327,8 +325,7 @@ var parseFlowCases = []struct {
 	{
 		name: "renderer spellings: xxreg, eth_type, load, mod_dl_dst",
 		line: "table=2,priority=9,xxreg1=0x5/0xff,dl_type=0x0800,cookie=0x7 actions=load:0x5->NXM_NX_REG0[0..3],load:0x1->NXM_NX_REG1[],mod_dl_dst:aa:bb:cc:dd:ee:ff,ct(commit,exec(load:0x1->NXM_NX_CT_MARK[3]))",
-		want: of.Flow{Table: 2, Priority: 9, Cookie: 7, Match: of.Match{EthType: of.EthTypeIP,
-			XXRegs: []of.XXRegMatch{{XXReg: 1, Value: of.Uint128{Lo: 5}, Mask: of.Uint128{Lo: 0xff}}}},
+		want: of.Flow{Table: 2, Priority: 9, Cookie: 7, Match: of.Match{EthType: of.EthTypeIP, Extra: &of.MatchExtra{XXRegs: []of.XXRegMatch{{XXReg: 1, Value: of.Uint128{Lo: 5}, Mask: of.Uint128{Lo: 0xff}}}}},
 			Actions: []of.Action{of.SetReg{Reg: 0, Value: 5, Mask: 0xf}, of.SetReg{Reg: 1, Value: 1}, of.SetEthDst{MAC: mac("aa:bb:cc:dd:ee:ff")},
 				of.CT{Commit: true, Exec: []of.Action{of.SetCtMark{Value: 8, Mask: 8}}}}},
 	},

@@ -104,17 +104,18 @@ func formatMatch(m *Match, n *Names) string {
 			p.add(tok)
 		}
 	}
-	for _, r := range m.XXRegs {
+	x := m.Ext()
+	for _, r := range x.XXRegs {
 		p.add("xxreg" + strconv.Itoa(int(r.XXReg)) + "=" + formatMasked128(r.Value, r.Mask))
 	}
 	if m.InPort != 0 {
 		p.add("in_port=" + formatPort(m.InPort))
 	}
-	if len(m.EthSrc) != 0 {
-		p.add("dl_src=" + m.EthSrc.String())
+	if len(x.EthSrc) != 0 {
+		p.add("dl_src=" + x.EthSrc.String())
 	}
-	if len(m.EthDst) != 0 {
-		p.add("dl_dst=" + m.EthDst.String())
+	if len(x.EthDst) != 0 {
+		p.add("dl_dst=" + x.EthDst.String())
 	}
 	srcKey, dstKey := "nw_src", "nw_dst"
 	if m.EthType == EthTypeIPv6 {
@@ -129,35 +130,35 @@ func formatMatch(m *Match, n *Names) string {
 		dst := m.Dst.Masked()
 		p.add(dstKey + "=" + formatPrefix(dst.Addr().String(), dst.Bits(), dst.Addr().BitLen()))
 	}
-	if m.ARPSPA.IsValid() {
-		p.add("arp_spa=" + m.ARPSPA.String())
+	if x.ARPSPA.IsValid() {
+		p.add("arp_spa=" + x.ARPSPA.String())
 	}
-	if m.ARPTPA.IsValid() {
-		p.add("arp_tpa=" + m.ARPTPA.String())
+	if x.ARPTPA.IsValid() {
+		p.add("arp_tpa=" + x.ARPTPA.String())
 	}
-	if m.ARPOp != 0 {
-		p.add("arp_op=" + strconv.Itoa(int(m.ARPOp)))
+	if x.ARPOp != 0 {
+		p.add("arp_op=" + strconv.Itoa(int(x.ARPOp)))
 	}
-	if len(m.ARPSHA) != 0 {
-		p.add("arp_sha=" + m.ARPSHA.String())
+	if len(x.ARPSHA) != 0 {
+		p.add("arp_sha=" + x.ARPSHA.String())
 	}
 	if rawProto {
 		p.add("nw_proto=" + strconv.Itoa(int(m.IPProto)))
 	}
-	if m.ICMPType != nil {
-		p.add("icmp_type=" + strconv.Itoa(int(*m.ICMPType)))
+	if x.ICMPType != nil {
+		p.add("icmp_type=" + strconv.Itoa(int(*x.ICMPType)))
 	}
-	if m.ICMPCode != nil {
-		p.add("icmp_code=" + strconv.Itoa(int(*m.ICMPCode)))
+	if x.ICMPCode != nil {
+		p.add("icmp_code=" + strconv.Itoa(int(*x.ICMPCode)))
 	}
-	if m.NDTarget.IsValid() {
-		p.add("nd_target=" + m.NDTarget.String())
+	if x.NDTarget.IsValid() {
+		p.add("nd_target=" + x.NDTarget.String())
 	}
-	if len(m.NDSLL) != 0 {
-		p.add("nd_sll=" + m.NDSLL.String())
+	if len(x.NDSLL) != 0 {
+		p.add("nd_sll=" + x.NDSLL.String())
 	}
-	if len(m.NDTLL) != 0 {
-		p.add("nd_tll=" + m.NDTLL.String())
+	if len(x.NDTLL) != 0 {
+		p.add("nd_tll=" + x.NDTLL.String())
 	}
 	if v, mask := m.TpSrcMasked(); mask == 0xffff {
 		p.add("tp_src=" + strconv.Itoa(int(v)))
@@ -168,8 +169,8 @@ func formatMatch(m *Match, n *Names) string {
 	if m.TpDst != 0 {
 		p.add("tp_dst=" + strconv.Itoa(int(m.TpDst)))
 	}
-	if m.TCPFlags != nil && *m.TCPFlags != (TCPFlags{}) {
-		p.add("tcp_flags=" + formatTCPFlags(*m.TCPFlags))
+	if x.TCPFlags != nil && *x.TCPFlags != (TCPFlags{}) {
+		p.add("tcp_flags=" + formatTCPFlags(*x.TCPFlags))
 	}
 	return p.String()
 }

@@ -27,8 +27,8 @@ func TestFormatMatchGolden(t *testing.T) {
 		{of.Match{EthType: of.EthTypeARP}, "arp"},
 		{of.Match{EthType: 0x88cc}, "dl_type=0x88cc"},
 		{of.Match{EthType: 0x42}, "dl_type=0x0042"},
-		{of.Match{EthType: of.EthTypeIPv6, IPProto: of.ProtoICMPv6, ICMPType: u8p(135)}, "icmp6,icmp_type=135"},
-		{of.Match{EthType: of.EthTypeIP, IPProto: of.ProtoICMP, ICMPType: u8p(3), ICMPCode: u8p(3)}, "icmp,icmp_type=3,icmp_code=3"},
+		{of.Match{EthType: of.EthTypeIPv6, IPProto: of.ProtoICMPv6, Extra: &of.MatchExtra{ICMPType: u8p(135)}}, "icmp6,icmp_type=135"},
+		{of.Match{EthType: of.EthTypeIP, IPProto: of.ProtoICMP, Extra: &of.MatchExtra{ICMPType: u8p(3), ICMPCode: u8p(3)}}, "icmp,icmp_type=3,icmp_code=3"},
 		{of.Match{EthType: of.EthTypeIP, IPProto: of.ProtoTCP}, "tcp"},
 		{of.Match{EthType: of.EthTypeIPv6, IPProto: of.ProtoTCP}, "tcp6"},
 		{of.Match{EthType: of.EthTypeIP, IPProto: of.ProtoUDP}, "udp"},
@@ -39,18 +39,18 @@ func TestFormatMatchGolden(t *testing.T) {
 		{of.Match{EthType: of.EthTypeIPv6, IPProto: of.ProtoICMPv6}, "icmp6"},
 		{of.Match{EthType: of.EthTypeIPv6, IPProto: of.ProtoICMP, Src: pfx("fd00::1/128")}, "ipv6,ipv6_src=fd00::1,nw_proto=1"},
 		{of.Match{EthType: of.EthTypeIP, IPProto: 47, Src: pfx("10.0.0.1/32"), Dst: pfx("10.0.0.2/32")}, "ip,nw_src=10.0.0.1,nw_dst=10.0.0.2,nw_proto=47"},
-		{of.Match{EthSrc: mac("aa:bb:cc:dd:ee:01"), EthDst: mac("AA:BB:CC:DD:EE:02")}, "dl_src=aa:bb:cc:dd:ee:01,dl_dst=aa:bb:cc:dd:ee:02"},
+		{of.Match{Extra: &of.MatchExtra{EthSrc: mac("aa:bb:cc:dd:ee:01"), EthDst: mac("AA:BB:CC:DD:EE:02")}}, "dl_src=aa:bb:cc:dd:ee:01,dl_dst=aa:bb:cc:dd:ee:02"},
 		{of.Match{EthType: of.EthTypeIP, Src: pfx("10.0.0.0/24"), Dst: pfx("10.96.0.1/32")}, "ip,nw_src=10.0.0.0/24,nw_dst=10.96.0.1"},
 		{of.Match{EthType: of.EthTypeIP, Src: pfx("10.0.0.1/16")}, "ip,nw_src=10.0.0.0/16"},
 		{of.Match{EthType: of.EthTypeIP, Src: pfx("0.0.0.0/0")}, "ip"},
 		{of.Match{EthType: of.EthTypeIPv6, Src: pfx("fd00::5/64"), Dst: pfx("fd00::1/128")}, "ipv6,ipv6_src=fd00::/64,ipv6_dst=fd00::1"},
-		{of.Match{EthType: of.EthTypeARP, ARPTPA: netip.MustParseAddr("10.0.0.1"), ARPOp: 2}, "arp,arp_tpa=10.0.0.1,arp_op=2"},
+		{of.Match{EthType: of.EthTypeARP, Extra: &of.MatchExtra{ARPTPA: netip.MustParseAddr("10.0.0.1"), ARPOp: 2}}, "arp,arp_tpa=10.0.0.1,arp_op=2"},
 		{of.Match{EthType: of.EthTypeIP, IPProto: of.ProtoTCP, TpSrc: 1000, TpDst: 80}, "tcp,tp_src=1000,tp_dst=80"},
 		{of.Match{EthType: of.EthTypeIP, IPProto: of.ProtoTCP, TpSrc: 0x8000, TpSrcMask: 0x8000}, "tcp,tp_src=0x8000/0x8000"},
 		{of.Match{EthType: of.EthTypeIP, IPProto: of.ProtoTCP, TpSrcMask: 0xfc00}, "tcp,tp_src=0x0/0xfc00"},
 		{of.Match{EthType: of.EthTypeIP, IPProto: of.ProtoTCP, TpSrc: 1000, TpSrcMask: 0xffff}, "tcp,tp_src=1000"},
-		{of.Match{EthType: of.EthTypeIP, IPProto: of.ProtoTCP, TCPFlags: &of.TCPFlags{Set: of.TCPSyn, Unset: of.TCPAck}}, "tcp,tcp_flags=+syn-ack"},
-		{of.Match{EthType: of.EthTypeIP, IPProto: of.ProtoTCP, TCPFlags: &of.TCPFlags{}}, "tcp"},
+		{of.Match{EthType: of.EthTypeIP, IPProto: of.ProtoTCP, Extra: &of.MatchExtra{TCPFlags: &of.TCPFlags{Set: of.TCPSyn, Unset: of.TCPAck}}}, "tcp,tcp_flags=+syn-ack"},
+		{of.Match{EthType: of.EthTypeIP, IPProto: of.ProtoTCP, Extra: &of.MatchExtra{TCPFlags: &of.TCPFlags{}}}, "tcp"},
 		{of.Match{CtState: &of.CtState{Set: of.CtNew | of.CtTrk, Unset: of.CtEst}}, "ct_state=+new-est+trk"},
 		{of.Match{CtState: &of.CtState{Set: of.CtRel | of.CtRpl | of.CtSNAT, Unset: of.CtInv | of.CtDNAT}}, "ct_state=+rel+rpl-inv+snat-dnat"},
 		{of.Match{CtState: &of.CtState{Set: of.CtNew | of.CtTrk, Unset: ^(of.CtNew | of.CtTrk)}}, "ct_state=new|trk"},
@@ -60,12 +60,12 @@ func TestFormatMatchGolden(t *testing.T) {
 		{of.Match{CtMark: &of.Masked32{}}, "ct_mark=0"},
 		{of.Match{PktMark: &of.Masked32{Value: 0x10, Mask: 0xffffffff}}, "pkt_mark=0x10"},
 		{of.Match{Regs: []of.RegMatch{{Reg: 0, Value: 1}, {Reg: 3, Value: 0, Mask: 1}, {Reg: 15, Value: 0xffffffff}}}, "reg0=0x1,reg3=0/0x1,reg15=0xffffffff"},
-		{of.Match{XXRegs: []of.XXRegMatch{{XXReg: 1, Value: of.Uint128{Lo: 5}, Mask: of.Uint128{Lo: 0xff}}}}, "xxreg1=0x5/0xff"},
-		{of.Match{XXRegs: []of.XXRegMatch{{XXReg: 0, Value: of.Uint128{Hi: 1, Lo: 2}}}}, "xxreg0=0x10000000000000002"},
-		{of.Match{XXRegs: []of.XXRegMatch{{XXReg: 3}}}, "xxreg3=0"},
+		{of.Match{Extra: &of.MatchExtra{XXRegs: []of.XXRegMatch{{XXReg: 1, Value: of.Uint128{Lo: 5}, Mask: of.Uint128{Lo: 0xff}}}}}, "xxreg1=0x5/0xff"},
+		{of.Match{Extra: &of.MatchExtra{XXRegs: []of.XXRegMatch{{XXReg: 0, Value: of.Uint128{Hi: 1, Lo: 2}}}}}, "xxreg0=0x10000000000000002"},
+		{of.Match{Extra: &of.MatchExtra{XXRegs: []of.XXRegMatch{{XXReg: 3}}}}, "xxreg3=0"},
 		// OVS's print order: pkt_mark, ct_state, ct_mark, protocol, regs, in_port, MACs, addresses, ARP, nw_proto, ports.
-		{of.Match{TpDst: 80, Dst: pfx("10.0.0.1/32"), EthSrc: mac("aa:bb:cc:dd:ee:01"), InPort: 2, Regs: []of.RegMatch{{Reg: 1, Value: 1}},
-			EthType: of.EthTypeIP, IPProto: of.ProtoTCP, CtMark: &of.Masked32{Value: 1}, CtState: &of.CtState{Set: of.CtTrk}, PktMark: &of.Masked32{Value: 1}},
+		{of.Match{TpDst: 80, Dst: pfx("10.0.0.1/32"), InPort: 2, Regs: []of.RegMatch{{Reg: 1, Value: 1}},
+			EthType: of.EthTypeIP, IPProto: of.ProtoTCP, CtMark: &of.Masked32{Value: 1}, CtState: &of.CtState{Set: of.CtTrk}, PktMark: &of.Masked32{Value: 1}, Extra: &of.MatchExtra{EthSrc: mac("aa:bb:cc:dd:ee:01")}},
 			"pkt_mark=0x1,ct_state=+trk,ct_mark=0x1,tcp,reg1=0x1,in_port=2,dl_src=aa:bb:cc:dd:ee:01,nw_dst=10.0.0.1,tp_dst=80"},
 	} {
 		if got := of.FormatMatch(&tc.m); got != tc.want {
@@ -201,12 +201,10 @@ func TestRenderMatchesOVSDump(t *testing.T) {
 func TestCanonicalFlow(t *testing.T) {
 	in := of.Flow{Table: 1, Priority: 5, CookieMask: 0xff, Match: of.Match{
 		InPort:  0xfffe,
-		EthSrc:  net.HardwareAddr{},
 		EthType: of.EthTypeIP, Src: netip.MustParsePrefix("10.1.2.3/16"), Dst: netip.MustParsePrefix("0.0.0.0/0"),
 		CtState: &of.CtState{}, CtMark: &of.Masked32{Value: 0xff, Mask: 0x0f}, PktMark: &of.Masked32{Value: 1, Mask: 0xffffffff},
-		Regs: []of.RegMatch{{Reg: 9, Value: 1, Mask: 0xffffffff}, {Reg: 2, Value: 3, Mask: 1}, {Reg: 2, Value: 4, Mask: 4}},
-		XXRegs: []of.XXRegMatch{{XXReg: 1, Value: of.Uint128{Hi: 0x0000000100000002, Lo: 0x0000000300000004},
-			Mask: of.Uint128{Hi: 0xffffffff00000000, Lo: 0x00000000000000ff}}},
+		Regs: []of.RegMatch{{Reg: 9, Value: 1, Mask: 0xffffffff}, {Reg: 2, Value: 3, Mask: 1}, {Reg: 2, Value: 4, Mask: 4}}, Extra: &of.MatchExtra{EthSrc: net.HardwareAddr{}, XXRegs: []of.XXRegMatch{{XXReg: 1, Value: of.Uint128{Hi: 0x0000000100000002, Lo: 0x0000000300000004},
+			Mask: of.Uint128{Hi: 0xffffffff00000000, Lo: 0x00000000000000ff}}}},
 	}, Actions: []of.Action{
 		of.Output{Port: 0xfff8}, of.Output{Port: of.PortNormal}, of.Output{Port: 0xfffe},
 		of.SetReg{Reg: 1, Value: 0xff, Mask: 0xf}, of.SetReg{Reg: 2, Value: 1, Mask: 0xffffffff},
@@ -359,6 +357,7 @@ func randomPrefix(r *rand.Rand, v6 bool) netip.Prefix {
 }
 
 func randomMatch(r *rand.Rand) of.Match {
+	var mx of.MatchExtra
 	var m of.Match
 	ets := []of.EthType{of.EthTypeAny, of.EthTypeIP, of.EthTypeIPv6, of.EthTypeARP, 0x88cc}
 	m.EthType = ets[r.IntN(len(ets))]
@@ -385,26 +384,26 @@ func randomMatch(r *rand.Rand) of.Match {
 		}
 		if m.IPProto == of.ProtoTCP && maybe(r) {
 			set := of.TCPFlag(r.IntN(1 << 9))
-			m.TCPFlags = &of.TCPFlags{Set: set, Unset: of.TCPFlag(r.IntN(1<<9)) &^ set}
-			if *m.TCPFlags == (of.TCPFlags{}) {
-				m.TCPFlags = nil
+			mx.TCPFlags = &of.TCPFlags{Set: set, Unset: of.TCPFlag(r.IntN(1<<9)) &^ set}
+			if *mx.TCPFlags == (of.TCPFlags{}) {
+				mx.TCPFlags = nil
 			}
 		}
 	}
 	if m.EthType == of.EthTypeARP {
 		if maybe(r) {
-			m.ARPTPA = randomAddr(r, false)
+			mx.ARPTPA = randomAddr(r, false)
 		}
-		m.ARPOp = uint16(r.IntN(3))
+		mx.ARPOp = uint16(r.IntN(3))
 	}
 	if maybe(r) {
 		m.InPort = []uint32{1, 2, 100, of.PortLocal, 0xfffe}[r.IntN(5)]
 	}
 	if maybe(r) {
-		m.EthSrc = randomMAC(r)
+		mx.EthSrc = randomMAC(r)
 	}
 	if maybe(r) {
-		m.EthDst = randomMAC(r)
+		mx.EthDst = randomMAC(r)
 	}
 	if maybe(r) {
 		m.CtState = &of.CtState{Set: of.CtStateFlags(r.IntN(256))}
@@ -425,7 +424,10 @@ func randomMatch(r *rand.Rand) of.Match {
 		if maybe(r) {
 			x.Mask = of.Uint128{Hi: r.Uint64(), Lo: r.Uint64() << r.IntN(64)}
 		}
-		m.XXRegs = append(m.XXRegs, x)
+		mx.XXRegs = append(mx.XXRegs, x)
+	}
+	if !mx.IsZero() {
+		m.Extra = &mx
 	}
 	return m
 }

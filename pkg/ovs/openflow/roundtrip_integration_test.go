@@ -53,13 +53,12 @@ func ovsCorpusFlows() []of.Flow {
 		}, Actions: []of.Action{of.GroupAction{ID: 1}}},
 		{Table: 1, Priority: 180, Match: of.Match{
 			PktMark: &of.Masked32{Value: 3, Mask: 0xff}, EthType: ip, IPProto: of.ProtoUDP,
-			Regs: []of.RegMatch{{Reg: 7, Value: 1, Mask: 0xff}}, InPort: 3, EthSrc: mac("aa:bb:cc:dd:ee:01"),
-			Src: pfx("10.0.0.0/24"), TpSrc: 53,
+			Regs: []of.RegMatch{{Reg: 7, Value: 1, Mask: 0xff}}, InPort: 3, Src: pfx("10.0.0.0/24"), TpSrc: 53, Extra: &of.MatchExtra{EthSrc: mac("aa:bb:cc:dd:ee:01")},
 		}, Actions: []of.Action{of.Output{Port: 3}, of.OutputInPort{}, of.Normal{},
 			of.Controller{Reason: "no_match", MaxLen: 128, UserData: []byte{1, 2}}}},
 		{Table: 1, Priority: 170, Match: of.Match{EthType: ip, IPProto: of.ProtoTCP},
 			Actions: []of.Action{bigLearn, of.Resubmit{Table: 8}}},
-		{Table: 1, Priority: 169, Match: of.Match{EthType: of.EthTypeARP, ARPOp: 1}, Actions: []of.Action{of.Learn{
+		{Table: 1, Priority: 169, Match: of.Match{EthType: of.EthTypeARP, Extra: &of.MatchExtra{ARPOp: 1}}, Actions: []of.Action{of.Learn{
 			Table: 9, Priority: 32768, EthType: of.EthTypeARP, Specs: []of.LearnSpec{
 				{Kind: of.LearnMatchValue, Dst: whole("NXM_OF_ARP_TPA"), Value: 0x0a000009},
 				{Kind: of.LearnMatch, Dst: whole("NXM_OF_ETH_SRC")},
@@ -99,8 +98,7 @@ func ovsCorpusFlows() []of.Flow {
 			Actions: []of.Action{of.CT{Commit: true, Zone: 1, NAT: &of.NAT{Kind: of.NATDst, Addr: addr("fd00::3")}}}},
 		{Table: 2, Priority: 94, Match: of.Match{EthType: ip6, IPProto: of.ProtoTCP, Src: pfx("fd00::/64")},
 			Actions: []of.Action{of.CT{Commit: true, Zone: 1, NAT: &of.NAT{Kind: of.NATSrc, Addr: addr("fd00::9"), Port: 9000}}}},
-		{Table: 2, Priority: 92, Match: of.Match{EthType: ip, IPProto: of.ProtoTCP, Src: pfx("10.0.0.1/32"), TpSrc: 0x8000, TpSrcMask: 0x8000,
-			TCPFlags: &of.TCPFlags{Set: of.TCPSyn, Unset: of.TCPAck}},
+		{Table: 2, Priority: 92, Match: of.Match{EthType: ip, IPProto: of.ProtoTCP, Src: pfx("10.0.0.1/32"), TpSrc: 0x8000, TpSrcMask: 0x8000, Extra: &of.MatchExtra{TCPFlags: &of.TCPFlags{Set: of.TCPSyn, Unset: of.TCPAck}}},
 			Actions: []of.Action{of.CT{Commit: true, Zone: 1, NAT: &of.NAT{Kind: of.NATSrc, Addr: addr("10.0.0.1"), Port: 1024, PortMax: 32767}}}},
 		{Table: 2, Priority: 91, Match: of.Match{EthType: ip6, IPProto: of.ProtoTCP, TpSrcMask: 0xfc00},
 			Actions: []of.Action{of.CT{Commit: true, Zone: 1, NAT: &of.NAT{Kind: of.NATSrc, Addr: addr("fd00::1"), Port: 32768, PortMax: 65535}}}},
@@ -111,7 +109,7 @@ func ovsCorpusFlows() []of.Flow {
 		{Table: 4, Priority: 15, Match: of.Match{EthType: ip6, IPProto: of.ProtoSCTP}, Actions: []of.Action{of.Output{Port: 3}}},
 		{Table: 4, Priority: 16, Match: of.Match{EthType: ip, IPProto: of.ProtoICMP}, Actions: []of.Action{of.GotoTable{Table: 5}}},
 		{Table: 4, Priority: 17, Match: of.Match{EthType: ip6, IPProto: of.ProtoICMPv6}, Actions: []of.Action{of.Controller{}}},
-		{Table: 4, Priority: 18, Match: of.Match{EthType: of.EthTypeARP, ARPTPA: addr("10.0.0.1"), ARPOp: 1},
+		{Table: 4, Priority: 18, Match: of.Match{EthType: of.EthTypeARP, Extra: &of.MatchExtra{ARPTPA: addr("10.0.0.1"), ARPOp: 1}},
 			Actions: []of.Action{of.Controller{MaxLen: 100}}},
 		{Table: 4, Priority: 19, Match: of.Match{EthType: 0x1234}, Actions: []of.Action{of.Controller{Pause: true}}},
 		{Table: 4, Priority: 20, Match: of.Match{EthType: ip, IPProto: 47, Src: pfx("10.0.0.1/32"), Dst: pfx("10.0.0.2/32")},
@@ -120,12 +118,12 @@ func ovsCorpusFlows() []of.Flow {
 			Actions: []of.Action{of.SetEthDst{MAC: mac("aa:bb:cc:dd:ee:ff")}, of.SetEthSrc{MAC: mac("00:11:22:33:44:55")}}},
 		{Table: 4, Priority: 22, Match: of.Match{EthType: ip6, IPProto: of.ProtoICMP, Src: pfx("fd00::1/128")},
 			Actions: []of.Action{of.Controller{Reason: "invalid_ttl", MaxLen: 65535}}},
-		{Table: 5, Priority: 22, Match: of.Match{XXRegs: []of.XXRegMatch{
+		{Table: 5, Priority: 22, Match: of.Match{Extra: &of.MatchExtra{XXRegs: []of.XXRegMatch{
 			{XXReg: 0, Value: of.Uint128{Lo: 1}, Mask: of.Uint128{Lo: 0xff}},
 			{XXReg: 1, Value: of.Uint128{Hi: 0x0000100000000000}, Mask: of.Uint128{Hi: ^uint64(0), Lo: 0xffffffffffffff00}},
-		}}, Actions: []of.Action{of.SetReg{Reg: 0, Value: 5}, of.SetReg{Reg: 1, Value: 5, Mask: 0xf}, of.SetReg{Reg: 2, Value: 0x3, Mask: 1},
+		}}}, Actions: []of.Action{of.SetReg{Reg: 0, Value: 5}, of.SetReg{Reg: 1, Value: 5, Mask: 0xf}, of.SetReg{Reg: 2, Value: 0x3, Mask: 1},
 			of.SetReg{Reg: 15, Value: 0xffffffff, Mask: 0xffffffff}}},
-		{Table: 5, Priority: 23, Match: of.Match{XXRegs: []of.XXRegMatch{{XXReg: 2, Value: of.Uint128{Lo: 5}}}}, Actions: []of.Action{of.Drop{}}},
+		{Table: 5, Priority: 23, Match: of.Match{Extra: &of.MatchExtra{XXRegs: []of.XXRegMatch{{XXReg: 2, Value: of.Uint128{Lo: 5}}}}}, Actions: []of.Action{of.Drop{}}},
 		{Table: 5, Priority: 24, Match: of.Match{
 			PktMark: &of.Masked32{Value: 4, Mask: 0xffffffff}, EthType: ip, CtMark: &of.Masked32{Value: 1},
 			CtState: &of.CtState{Set: of.CtNew | of.CtTrk | of.CtSNAT | of.CtDNAT, Unset: of.CtEst | of.CtRel | of.CtRpl | of.CtInv},
@@ -142,7 +140,7 @@ func ovsCorpusFlows() []of.Flow {
 			of.SetReg{Reg: 4, Value: 0x10000, Mask: 0x10000}, of.Resubmit{Table: 6}}},
 		{Table: 5, Priority: 27, Match: of.Match{EthType: ip}, Actions: []of.Action{
 			of.CT{Zone: 3, NAT: &of.NAT{Kind: of.NATReply}}, of.Resubmit{Table: 4}, of.GroupAction{ID: 2}}},
-		{Table: 5, Priority: 28, Match: of.Match{InPort: 5, EthSrc: mac("aa:bb:cc:dd:ee:01"), EthDst: mac("aa:bb:cc:dd:ee:02")},
+		{Table: 5, Priority: 28, Match: of.Match{InPort: 5, Extra: &of.MatchExtra{EthSrc: mac("aa:bb:cc:dd:ee:01"), EthDst: mac("aa:bb:cc:dd:ee:02")}},
 			Actions: []of.Action{of.Drop{}}},
 		{Table: 5, Priority: 29, Cookie: 0x1234, IdleTimeout: 30, HardTimeout: 60, Match: of.Match{Regs: []of.RegMatch{
 			{Reg: 15, Value: 0xffffffff}, {Reg: 0, Value: 1}, {Reg: 3, Value: 0, Mask: 1}, {Reg: 8, Value: 0x7, Mask: 0x3}}},
@@ -154,23 +152,18 @@ func ovsCorpusFlows() []of.Flow {
 		{Table: 6, Priority: 3, Match: of.Match{EthType: ip, CtState: &of.CtState{Set: of.CtTrk, Unset: of.CtInv}},
 			Actions: []of.Action{of.CT{Commit: true, Zone: 7, Exec: []of.Action{of.SetCtMark{Value: 0x10, Mask: 0xf0}, of.SetCtMark{Value: 0xffffffff, Mask: 0x1}}}}},
 		{Table: 6, Priority: 4, Match: of.Match{InPort: of.PortLocal}, Actions: []of.Action{of.Output{Port: of.PortLocal}}},
-		{Table: 6, Priority: 5, Match: of.Match{InPort: 7, EthDst: mac("ff:ff:ff:ff:ff:ff")}, Actions: []of.Action{of.Output{Port: 1}, of.Output{Port: 2}}},
+		{Table: 6, Priority: 5, Match: of.Match{InPort: 7, Extra: &of.MatchExtra{EthDst: mac("ff:ff:ff:ff:ff:ff")}}, Actions: []of.Action{of.Output{Port: 1}, of.Output{Port: 2}}},
 		{Table: 7, Priority: 0, Actions: []of.Action{of.Drop{}}},
 		{Table: 7, Priority: 32768, Match: of.Match{EthType: ip, Src: pfx("0.0.0.0/0"), Dst: pfx("172.16.0.0/12")}, Actions: []of.Action{of.GotoTable{Table: 8}}},
-		{Table: 8, Priority: 65535, Match: of.Match{EthType: of.EthTypeARP, ARPTPA: addr("10.0.0.254")}, Actions: []of.Action{of.Normal{}}},
+		{Table: 8, Priority: 65535, Match: of.Match{EthType: of.EthTypeARP, Extra: &of.MatchExtra{ARPTPA: addr("10.0.0.254")}}, Actions: []of.Action{of.Normal{}}},
 		// The neighbour spoof guard's shapes: ARP sender fields, ND target and link-layer
 		// options (an all-zero option matches a message without it).
-		{Table: 8, Priority: 230, Match: of.Match{InPort: 4, EthType: of.EthTypeARP, EthSrc: mac("aa:bb:cc:dd:ee:01"),
-			ARPSPA: addr("10.0.0.4"), ARPSHA: mac("aa:bb:cc:dd:ee:01")}, Actions: []of.Action{of.Normal{}}},
-		{Table: 8, Priority: 229, Match: of.Match{EthType: of.EthTypeARP, ARPSPA: addr("0.0.0.0"), ARPTPA: addr("10.0.0.4"), ARPOp: 1,
-			ARPSHA: mac("aa:bb:cc:dd:ee:01")}, Actions: []of.Action{of.Normal{}}},
-		{Table: 8, Priority: 228, Match: of.Match{EthType: ip6, IPProto: of.ProtoICMPv6, EthSrc: mac("aa:bb:cc:dd:ee:01"),
-			Src: pfx("fd00::4/128"), ICMPType: u8(135), ICMPCode: u8(0), NDSLL: mac("aa:bb:cc:dd:ee:01")}, Actions: []of.Action{of.Normal{}}},
-		{Table: 8, Priority: 227, Match: of.Match{EthType: ip6, IPProto: of.ProtoICMPv6, Src: pfx("::/128"),
-			ICMPType: u8(135), ICMPCode: u8(0), NDTarget: addr("fd00::4"), NDSLL: mac("00:00:00:00:00:00")}, Actions: []of.Action{of.Normal{}}},
-		{Table: 8, Priority: 226, Match: of.Match{EthType: ip6, IPProto: of.ProtoICMPv6,
-			ICMPType: u8(136), ICMPCode: u8(0), NDTarget: addr("fe80::a8bb:ccff:fedd:ee01"), NDTLL: mac("aa:bb:cc:dd:ee:01")}, Actions: []of.Action{of.Normal{}}},
-		{Table: 8, Priority: 225, Match: of.Match{EthType: ip6, IPProto: of.ProtoICMPv6, ICMPType: u8(136), NDTarget: addr("fd00::4")},
+		{Table: 8, Priority: 230, Match: of.Match{InPort: 4, EthType: of.EthTypeARP, Extra: &of.MatchExtra{EthSrc: mac("aa:bb:cc:dd:ee:01"), ARPSPA: addr("10.0.0.4"), ARPSHA: mac("aa:bb:cc:dd:ee:01")}}, Actions: []of.Action{of.Normal{}}},
+		{Table: 8, Priority: 229, Match: of.Match{EthType: of.EthTypeARP, Extra: &of.MatchExtra{ARPSPA: addr("0.0.0.0"), ARPTPA: addr("10.0.0.4"), ARPOp: 1, ARPSHA: mac("aa:bb:cc:dd:ee:01")}}, Actions: []of.Action{of.Normal{}}},
+		{Table: 8, Priority: 228, Match: of.Match{EthType: ip6, IPProto: of.ProtoICMPv6, Src: pfx("fd00::4/128"), Extra: &of.MatchExtra{EthSrc: mac("aa:bb:cc:dd:ee:01"), ICMPType: u8(135), ICMPCode: u8(0), NDSLL: mac("aa:bb:cc:dd:ee:01")}}, Actions: []of.Action{of.Normal{}}},
+		{Table: 8, Priority: 227, Match: of.Match{EthType: ip6, IPProto: of.ProtoICMPv6, Src: pfx("::/128"), Extra: &of.MatchExtra{ICMPType: u8(135), ICMPCode: u8(0), NDTarget: addr("fd00::4"), NDSLL: mac("00:00:00:00:00:00")}}, Actions: []of.Action{of.Normal{}}},
+		{Table: 8, Priority: 226, Match: of.Match{EthType: ip6, IPProto: of.ProtoICMPv6, Extra: &of.MatchExtra{ICMPType: u8(136), ICMPCode: u8(0), NDTarget: addr("fe80::a8bb:ccff:fedd:ee01"), NDTLL: mac("aa:bb:cc:dd:ee:01")}}, Actions: []of.Action{of.Normal{}}},
+		{Table: 8, Priority: 225, Match: of.Match{EthType: ip6, IPProto: of.ProtoICMPv6, Extra: &of.MatchExtra{ICMPType: u8(136), NDTarget: addr("fd00::4")}},
 			Actions: []of.Action{of.Normal{}}},
 	}
 }

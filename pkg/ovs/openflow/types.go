@@ -80,14 +80,34 @@ type CtState struct {
 }
 
 // Match is what a flow matches. Zero values mean "any".
+//
+// The fields few flows match (Ethernet addresses, ARP, neighbour discovery, ICMP, TCP flags
+// and xxregs) are in Extra, so that a flow without them (every Service flow) is small: a
+// Service's flows are most of what the agent keeps at scale. A Match is a value, but Extra is
+// shared by its copies: change a copy's Extra only by giving it its own (SetExtra).
 type Match struct {
 	InPort  uint32 // OpenFlow port number; 0 matches any port.
 	EthType EthType
-	EthSrc  net.HardwareAddr
-	EthDst  net.HardwareAddr
 	IPProto IPProto // requires EthType IP or IPv6.
+	TpSrc   uint16  // 0 matches any (unless TpSrcMask is set); requires IPProto TCP, UDP or SCTP.
+	// TpSrcMask, when neither 0 nor 0xffff, makes TpSrc a masked match (tp_src=0x8000/0x8000):
+	// the bits of the mask must equal TpSrc's, which may then be 0.
+	TpSrcMask uint16
+	TpDst     uint16
 	// Src and Dst are IPv4 or IPv6 prefixes, according to EthType. Invalid (zero) means any.
 	Src, Dst netip.Prefix
+	CtState  *CtState
+	CtMark   *Masked32
+	PktMark  *Masked32
+	Regs     []RegMatch
+	// Extra holds the rarely matched fields; nil matches any of them.
+	Extra *MatchExtra
+}
+
+// MatchExtra are the fields of a Match that few flows match. Zero values mean "any".
+type MatchExtra struct {
+	EthSrc net.HardwareAddr
+	EthDst net.HardwareAddr
 	// ARPTPA matches the target protocol address of an ARP packet (EthType ARP).
 	ARPTPA netip.Addr
 	ARPOp  uint16 // 0 matches any.
@@ -101,22 +121,40 @@ type Match struct {
 	// an advertisement (136). An all-zero NDSLL or NDTLL matches a message without the option.
 	NDTarget     netip.Addr
 	NDSLL, NDTLL net.HardwareAddr
-	TpSrc        uint16 // 0 matches any (unless TpSrcMask is set); requires IPProto TCP, UDP or SCTP.
-	// TpSrcMask, when neither 0 nor 0xffff, makes TpSrc a masked match (tp_src=0x8000/0x8000):
-	// the bits of the mask must equal TpSrc's, which may then be 0.
-	TpSrcMask uint16
 	// ICMPType and ICMPCode match ICMP or ICMPv6 type and code (nil matches any); they require
 	// IPProto ICMP (IPv4) or ICMPv6 (IPv6).
 	ICMPType *uint8
 	ICMPCode *uint8
-	TpDst    uint16
 	// TCPFlags, when not nil, matches TCP header flags (IPProto TCP).
 	TCPFlags *TCPFlags
-	CtState  *CtState
-	CtMark   *Masked32
-	Regs     []RegMatch
 	XXRegs   []XXRegMatch
-	PktMark  *Masked32
+}
+
+// Ext returns m's extra fields: a copy of *m.Extra, the zero value when it is nil.
+func (m *Match) Ext() MatchExtra {
+	if m.Extra == nil {
+		return MatchExtra{}
+	}
+	return *m.Extra
+}
+
+// SetExtra gives m its own copy of its extra fields with f applied (Extra nil when f leaves
+// them all zero): m's copies, which share the Extra m had, are left as they were.
+func (m *Match) SetExtra(f func(*MatchExtra)) {
+	x := m.Ext()
+	f(&x)
+	if x.IsZero() {
+		m.Extra = nil
+		return
+	}
+	m.Extra = &x
+}
+
+// IsZero reports whether x matches any packet (every field zero or empty).
+func (x *MatchExtra) IsZero() bool {
+	return len(x.EthSrc) == 0 && len(x.EthDst) == 0 && !x.ARPTPA.IsValid() && x.ARPOp == 0 && !x.ARPSPA.IsValid() &&
+		len(x.ARPSHA) == 0 && !x.NDTarget.IsValid() && len(x.NDSLL) == 0 && len(x.NDTLL) == 0 && x.ICMPType == nil &&
+		x.ICMPCode == nil && x.TCPFlags == nil && len(x.XXRegs) == 0
 }
 
 // Flow is one OpenFlow flow entry.

@@ -16,23 +16,24 @@ import (
 
 // appendMatch writes m as an ofp_match, padded to 8 bytes.
 func appendMatch(w *buf, m *openflow.Match) error {
+	mx := m.Ext()
 	start := len(w.b)
 	w.u16(1) // OFPMT_OXM
 	w.u16(0) // length, set below
 	if m.InPort != 0 {
 		putExact(w, oxmInPort, be32(m.InPort))
 	}
-	if len(m.EthSrc) != 0 {
-		if len(m.EthSrc) != 6 {
-			return fmt.Errorf("dl_src %v: not a 48-bit MAC address", m.EthSrc)
+	if len(mx.EthSrc) != 0 {
+		if len(mx.EthSrc) != 6 {
+			return fmt.Errorf("dl_src %v: not a 48-bit MAC address", mx.EthSrc)
 		}
-		putExact(w, oxmEthSrc, m.EthSrc)
+		putExact(w, oxmEthSrc, mx.EthSrc)
 	}
-	if len(m.EthDst) != 0 {
-		if len(m.EthDst) != 6 {
-			return fmt.Errorf("dl_dst %v: not a 48-bit MAC address", m.EthDst)
+	if len(mx.EthDst) != 0 {
+		if len(mx.EthDst) != 6 {
+			return fmt.Errorf("dl_dst %v: not a 48-bit MAC address", mx.EthDst)
 		}
-		putExact(w, oxmEthDst, m.EthDst)
+		putExact(w, oxmEthDst, mx.EthDst)
 	}
 	if m.EthType != openflow.EthTypeAny {
 		putExact(w, oxmEthType, be16(uint16(m.EthType)))
@@ -60,7 +61,8 @@ func appendMatch(w *buf, m *openflow.Match) error {
 
 // appendL3 writes the IPv4, IPv6 or ARP fields and the L4 fields of m.
 func appendL3(w *buf, m *openflow.Match) error {
-	if (m.ARPSPA.IsValid() || len(m.ARPSHA) != 0 || m.ARPTPA.IsValid() || m.ARPOp != 0) && m.EthType != openflow.EthTypeARP {
+	mx := m.Ext()
+	if (mx.ARPSPA.IsValid() || len(mx.ARPSHA) != 0 || mx.ARPTPA.IsValid() || mx.ARPOp != 0) && m.EthType != openflow.EthTypeARP {
 		return fmt.Errorf("ARP fields need eth type ARP, have 0x%04x", uint16(m.EthType))
 	}
 	switch m.EthType {
@@ -93,6 +95,7 @@ func appendL3(w *buf, m *openflow.Match) error {
 
 // appendL4 writes the transport ports or ICMP type and code.
 func appendL4(w *buf, m *openflow.Match) error {
+	mx := m.Ext()
 	var src, dst oxmHeader
 	switch m.IPProto {
 	case openflow.ProtoTCP:
@@ -111,17 +114,17 @@ func appendL4(w *buf, m *openflow.Match) error {
 		} else if m.EthType != openflow.EthTypeIP {
 			return fmt.Errorf("icmp needs eth type IPv4")
 		}
-		if m.ICMPType != nil {
-			putExact(w, typ, []byte{*m.ICMPType})
+		if mx.ICMPType != nil {
+			putExact(w, typ, []byte{*mx.ICMPType})
 		}
-		if m.ICMPCode != nil {
-			putExact(w, code, []byte{*m.ICMPCode})
+		if mx.ICMPCode != nil {
+			putExact(w, code, []byte{*mx.ICMPCode})
 		}
 		if err := appendND(w, m); err != nil {
 			return err
 		}
 	}
-	if m.IPProto != openflow.ProtoICMPv6 && (m.NDTarget.IsValid() || len(m.NDSLL) != 0 || len(m.NDTLL) != 0) {
+	if m.IPProto != openflow.ProtoICMPv6 && (mx.NDTarget.IsValid() || len(mx.NDSLL) != 0 || len(mx.NDTLL) != 0) {
 		return fmt.Errorf("nd_target/nd_sll/nd_tll need ICMPv6, have protocol %d", m.IPProto)
 	}
 	if m.MatchesTpSrc() || m.TpDst != 0 {
@@ -139,16 +142,16 @@ func appendL4(w *buf, m *openflow.Match) error {
 			putExact(w, dst, be16(m.TpDst))
 		}
 	}
-	if m.TCPFlags != nil && *m.TCPFlags != (openflow.TCPFlags{}) {
+	if mx.TCPFlags != nil && *mx.TCPFlags != (openflow.TCPFlags{}) {
 		if m.IPProto != openflow.ProtoTCP {
 			return fmt.Errorf("tcp_flags needs TCP, have protocol %d", m.IPProto)
 		}
 		// OVS sends tcp_flags masked even when every flag is given (the field has 12 bits).
 		w.u32(uint32(oxmTCPFlags.masked()))
-		w.bytes(be16(uint16(m.TCPFlags.Set)))
-		w.bytes(be16(uint16(m.TCPFlags.Set | m.TCPFlags.Unset)))
+		w.bytes(be16(uint16(mx.TCPFlags.Set)))
+		w.bytes(be16(uint16(mx.TCPFlags.Set | mx.TCPFlags.Unset)))
 	}
-	if (m.ICMPType != nil || m.ICMPCode != nil) && m.IPProto != openflow.ProtoICMP && m.IPProto != openflow.ProtoICMPv6 {
+	if (mx.ICMPType != nil || mx.ICMPCode != nil) && m.IPProto != openflow.ProtoICMP && m.IPProto != openflow.ProtoICMPv6 {
 		return fmt.Errorf("icmp_type/icmp_code need ICMP, have protocol %d", m.IPProto)
 	}
 	return nil
@@ -157,14 +160,15 @@ func appendL4(w *buf, m *openflow.Match) error {
 // appendARP writes the ARP fields in Open vSwitch's order: op, sender and target protocol
 // address, sender hardware address.
 func appendARP(w *buf, m *openflow.Match) error {
-	if m.ARPOp != 0 {
-		putExact(w, oxmARPOp, be16(m.ARPOp))
+	mx := m.Ext()
+	if mx.ARPOp != 0 {
+		putExact(w, oxmARPOp, be16(mx.ARPOp))
 	}
 	for _, f := range []struct {
 		h    oxmHeader
 		name string
 		a    netip.Addr
-	}{{oxmARPSPA, "arp_spa", m.ARPSPA}, {oxmARPTPA, "arp_tpa", m.ARPTPA}} {
+	}{{oxmARPSPA, "arp_spa", mx.ARPSPA}, {oxmARPTPA, "arp_tpa", mx.ARPTPA}} {
 		if !f.a.IsValid() {
 			continue
 		}
@@ -174,36 +178,37 @@ func appendARP(w *buf, m *openflow.Match) error {
 		a := f.a.As4()
 		putExact(w, f.h, a[:])
 	}
-	return putMAC(w, oxmARPSHA, "arp_sha", m.ARPSHA)
+	return putMAC(w, oxmARPSHA, "arp_sha", mx.ARPSHA)
 }
 
 // appendND writes the neighbour discovery fields (after the ICMPv6 type and code): the target
 // address, then the link-layer address option of a solicitation or of an advertisement.
 func appendND(w *buf, m *openflow.Match) error {
-	if !m.NDTarget.IsValid() && len(m.NDSLL) == 0 && len(m.NDTLL) == 0 {
+	mx := m.Ext()
+	if !mx.NDTarget.IsValid() && len(mx.NDSLL) == 0 && len(mx.NDTLL) == 0 {
 		return nil
 	}
 	typ := uint8(0)
-	if m.ICMPType != nil {
-		typ = *m.ICMPType
+	if mx.ICMPType != nil {
+		typ = *mx.ICMPType
 	}
-	if typ != 135 && typ != 136 || m.ICMPCode != nil && *m.ICMPCode != 0 {
+	if typ != 135 && typ != 136 || mx.ICMPCode != nil && *mx.ICMPCode != 0 {
 		return fmt.Errorf("nd_target/nd_sll/nd_tll need ICMPv6 type 135 or 136 with code 0")
 	}
-	if m.NDTarget.IsValid() {
-		if !m.NDTarget.Is6() || m.NDTarget.Is4In6() {
-			return fmt.Errorf("nd_target %v: not IPv6", m.NDTarget)
+	if mx.NDTarget.IsValid() {
+		if !mx.NDTarget.Is6() || mx.NDTarget.Is4In6() {
+			return fmt.Errorf("nd_target %v: not IPv6", mx.NDTarget)
 		}
-		a := m.NDTarget.As16()
+		a := mx.NDTarget.As16()
 		putExact(w, oxmNDTarget, a[:])
 	}
-	if len(m.NDSLL) != 0 && typ != 135 || len(m.NDTLL) != 0 && typ != 136 {
+	if len(mx.NDSLL) != 0 && typ != 135 || len(mx.NDTLL) != 0 && typ != 136 {
 		return fmt.Errorf("nd_sll needs ICMPv6 type 135, nd_tll type 136")
 	}
-	if err := putMAC(w, oxmNDSLL, "nd_sll", m.NDSLL); err != nil {
+	if err := putMAC(w, oxmNDSLL, "nd_sll", mx.NDSLL); err != nil {
 		return err
 	}
-	return putMAC(w, oxmNDTLL, "nd_tll", m.NDTLL)
+	return putMAC(w, oxmNDTLL, "nd_tll", mx.NDTLL)
 }
 
 // putMAC writes an exact MAC field; nothing for an empty one.
@@ -222,7 +227,8 @@ func putMAC(w *buf, h oxmHeader, name string, mac net.HardwareAddr) error {
 // registers Open vSwitch sends: xreg N holds reg 2N in its upper and reg 2N+1 in its lower half,
 // and xxreg N spans xreg 2N (upper) and 2N+1 (lower).
 func appendRegs(w *buf, m *openflow.Match) error {
-	if len(m.Regs) == 0 && len(m.XXRegs) == 0 {
+	mx := m.Ext()
+	if len(m.Regs) == 0 && len(mx.XXRegs) == 0 {
 		return nil
 	}
 	var val, mask [8]uint64
@@ -238,7 +244,7 @@ func appendRegs(w *buf, m *openflow.Match) error {
 		val[r.Reg/2] = val[r.Reg/2]&keep | v<<shift
 		mask[r.Reg/2] = mask[r.Reg/2]&keep | mk<<shift
 	}
-	for _, r := range m.XXRegs {
+	for _, r := range mx.XXRegs {
 		if r.XXReg >= 4 {
 			return fmt.Errorf("xxreg%d: no such register", r.XXReg)
 		}

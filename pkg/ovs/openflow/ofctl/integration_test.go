@@ -184,7 +184,7 @@ func TestIntegrationRoundTrip(t *testing.T) {
 		},
 		Actions: []openflow.Action{openflow.GroupAction{ID: 1}},
 	}, {
-		Table: 2, Priority: 100, Match: openflow.Match{InPort: 3, EthSrc: mac},
+		Table: 2, Priority: 100, Match: openflow.Match{InPort: 3, Extra: &openflow.MatchExtra{EthSrc: mac}},
 		Actions: []openflow.Action{openflow.SetEthDst{MAC: mac}, openflow.Output{Port: 3}},
 	}, {
 		Table: 3, Priority: 5, Match: openflow.Match{EthType: openflow.EthTypeIP},

@@ -89,9 +89,9 @@ func learnMatch(m *of.Match, dst subfield, v u128) error {
 			m.TpDst = uint16(v.lo)
 		}
 	case "NXM_OF_ETH_SRC":
-		m.EthSrc = u128ToMAC(v)
+		m.SetExtra(func(x *of.MatchExtra) { x.EthSrc = u128ToMAC(v) })
 	case "NXM_OF_ETH_DST":
-		m.EthDst = u128ToMAC(v)
+		m.SetExtra(func(x *of.MatchExtra) { x.EthDst = u128ToMAC(v) })
 	case "NXM_OF_IN_PORT":
 		m.InPort = uint32(v.lo)
 	default:

@@ -18,16 +18,17 @@ func masked(v, value, mask uint32) bool {
 // matches reports whether the packet satisfies every field of m, with OVS's prerequisites: a
 // field the packet does not have (e.g. tcp_dst on a UDP packet) does not match.
 func matches(m *of.Match, p *Packet) bool {
+	mx := m.Ext()
 	if m.InPort != 0 && m.InPort != p.InPort {
 		return false
 	}
 	if m.EthType != of.EthTypeAny && m.EthType != p.EthType {
 		return false
 	}
-	if len(m.EthSrc) != 0 && !bytes.Equal(m.EthSrc, p.EthSrc) {
+	if len(mx.EthSrc) != 0 && !bytes.Equal(mx.EthSrc, p.EthSrc) {
 		return false
 	}
-	if len(m.EthDst) != 0 && !bytes.Equal(m.EthDst, p.EthDst) {
+	if len(mx.EthDst) != 0 && !bytes.Equal(mx.EthDst, p.EthDst) {
 		return false
 	}
 	if !matchL3(m, p) || !matchL4(m, p) || !matchND(m, p) {
@@ -46,6 +47,7 @@ func matches(m *of.Match, p *Packet) bool {
 }
 
 func matchL3(m *of.Match, p *Packet) bool {
+	mx := m.Ext()
 	if m.IPProto != of.ProtoAny && (!p.isIP() || m.IPProto != p.Proto) {
 		return false
 	}
@@ -61,16 +63,16 @@ func matchL3(m *of.Match, p *Packet) bool {
 			return false
 		}
 	}
-	if m.ARPTPA.IsValid() && (p.EthType != of.EthTypeARP || m.ARPTPA != p.ARPTPA) {
+	if mx.ARPTPA.IsValid() && (p.EthType != of.EthTypeARP || mx.ARPTPA != p.ARPTPA) {
 		return false
 	}
-	if m.ARPOp != 0 && (p.EthType != of.EthTypeARP || m.ARPOp != p.ARPOp) {
+	if mx.ARPOp != 0 && (p.EthType != of.EthTypeARP || mx.ARPOp != p.ARPOp) {
 		return false
 	}
-	if m.ARPSPA.IsValid() && (p.EthType != of.EthTypeARP || m.ARPSPA != p.ARPSPA) {
+	if mx.ARPSPA.IsValid() && (p.EthType != of.EthTypeARP || mx.ARPSPA != p.ARPSPA) {
 		return false
 	}
-	if len(m.ARPSHA) != 0 && (p.EthType != of.EthTypeARP || !sameMAC(m.ARPSHA, p.ARPSHA)) {
+	if len(mx.ARPSHA) != 0 && (p.EthType != of.EthTypeARP || !sameMAC(mx.ARPSHA, p.ARPSHA)) {
 		return false
 	}
 	return true
@@ -80,16 +82,17 @@ func matchL3(m *of.Match, p *Packet) bool {
 // advertisement, the source link-layer option of a solicitation, the target link-layer option
 // of an advertisement.
 func matchND(m *of.Match, p *Packet) bool {
-	if !m.NDTarget.IsValid() && len(m.NDSLL) == 0 && len(m.NDTLL) == 0 {
+	mx := m.Ext()
+	if !mx.NDTarget.IsValid() && len(mx.NDSLL) == 0 && len(mx.NDTLL) == 0 {
 		return true
 	}
-	if !p.isND() || m.NDTarget.IsValid() && m.NDTarget != p.NDTarget {
+	if !p.isND() || mx.NDTarget.IsValid() && mx.NDTarget != p.NDTarget {
 		return false
 	}
-	if len(m.NDSLL) != 0 && (p.ICMPType != 135 || !sameMAC(m.NDSLL, p.NDSLL)) {
+	if len(mx.NDSLL) != 0 && (p.ICMPType != 135 || !sameMAC(mx.NDSLL, p.NDSLL)) {
 		return false
 	}
-	return len(m.NDTLL) == 0 || p.ICMPType == 136 && sameMAC(m.NDTLL, p.NDTLL)
+	return len(mx.NDTLL) == 0 || p.ICMPType == 136 && sameMAC(mx.NDTLL, p.NDTLL)
 }
 
 // sameMAC compares a matched MAC with a packet's, an absent (nil) one being all-zero.
@@ -101,31 +104,33 @@ func sameMAC(want, have net.HardwareAddr) bool {
 }
 
 func matchL4(m *of.Match, p *Packet) bool {
+	mx := m.Ext()
 	if v, mask := m.TpSrcMasked(); mask != 0 && (!p.hasPorts() || p.SrcPort&mask != v) {
 		return false
 	}
 	if m.TpDst != 0 && (!p.hasPorts() || m.TpDst != p.DstPort) {
 		return false
 	}
-	if f := m.TCPFlags; f != nil && (p.Proto != of.ProtoTCP || p.TCPFlags&f.Set != f.Set || p.TCPFlags&f.Unset != 0) {
+	if f := mx.TCPFlags; f != nil && (p.Proto != of.ProtoTCP || p.TCPFlags&f.Set != f.Set || p.TCPFlags&f.Unset != 0) {
 		return false
 	}
-	if m.ICMPType != nil && (!p.isICMP() || *m.ICMPType != p.ICMPType) {
+	if mx.ICMPType != nil && (!p.isICMP() || *mx.ICMPType != p.ICMPType) {
 		return false
 	}
-	if m.ICMPCode != nil && (!p.isICMP() || *m.ICMPCode != p.ICMPCode) {
+	if mx.ICMPCode != nil && (!p.isICMP() || *mx.ICMPCode != p.ICMPCode) {
 		return false
 	}
 	return true
 }
 
 func matchRegs(m *of.Match, p *Packet) bool {
+	mx := m.Ext()
 	for _, r := range m.Regs {
 		if int(r.Reg) >= NumRegs || !masked(p.Regs[r.Reg], r.Value, r.Mask) {
 			return false
 		}
 	}
-	for _, x := range m.XXRegs {
+	for _, x := range mx.XXRegs {
 		if int(x.XXReg) >= NumRegs/4 {
 			return false
 		}

@@ -37,18 +37,23 @@ func cloneFlow(f *openflow.Flow) openflow.Flow {
 
 func cloneMatch(m *openflow.Match) openflow.Match {
 	out := *m
-	out.EthSrc = cloneSlice(m.EthSrc)
-	out.EthDst = cloneSlice(m.EthDst)
-	out.ARPSHA = cloneSlice(m.ARPSHA)
-	out.NDSLL = cloneSlice(m.NDSLL)
-	out.NDTLL = cloneSlice(m.NDTLL)
 	out.CtState = clonePtr(m.CtState)
 	out.CtMark = clonePtr(m.CtMark)
 	out.PktMark = clonePtr(m.PktMark)
-	out.ICMPType = clonePtr(m.ICMPType)
-	out.ICMPCode = clonePtr(m.ICMPCode)
 	out.Regs = cloneSlice(m.Regs)
-	out.XXRegs = cloneSlice(m.XXRegs)
+	if m.Extra != nil {
+		x := *m.Extra
+		x.EthSrc = cloneSlice(x.EthSrc)
+		x.EthDst = cloneSlice(x.EthDst)
+		x.ARPSHA = cloneSlice(x.ARPSHA)
+		x.NDSLL = cloneSlice(x.NDSLL)
+		x.NDTLL = cloneSlice(x.NDTLL)
+		x.ICMPType = clonePtr(x.ICMPType)
+		x.ICMPCode = clonePtr(x.ICMPCode)
+		x.TCPFlags = clonePtr(x.TCPFlags)
+		x.XXRegs = cloneSlice(x.XXRegs)
+		out.Extra = &x
+	}
 	return out
 }
 
@@ -140,16 +145,20 @@ func normalizeMatch(m *openflow.Match) {
 	}
 	slices.SortFunc(m.Regs, func(a, b openflow.RegMatch) int { return cmp.Compare(a.Reg, b.Reg) })
 	allOnes := openflow.Uint128{Hi: ^uint64(0), Lo: ^uint64(0)}
-	for i, r := range m.XXRegs {
+	if m.Extra == nil {
+		return
+	}
+	xx := m.Extra.XXRegs
+	for i, r := range xx {
 		if r.Mask == allOnes {
 			r.Mask = openflow.Uint128{}
 		}
 		if r.Mask != (openflow.Uint128{}) {
 			r.Value = openflow.Uint128{Hi: r.Value.Hi & r.Mask.Hi, Lo: r.Value.Lo & r.Mask.Lo}
 		}
-		m.XXRegs[i] = r
+		xx[i] = r
 	}
-	slices.SortFunc(m.XXRegs, func(a, b openflow.XXRegMatch) int { return cmp.Compare(a.XXReg, b.XXReg) })
+	slices.SortFunc(xx, func(a, b openflow.XXRegMatch) int { return cmp.Compare(a.XXReg, b.XXReg) })
 }
 
 func normalizeMasked32(v openflow.Masked32) openflow.Masked32 {

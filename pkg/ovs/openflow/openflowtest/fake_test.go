@@ -209,10 +209,9 @@ func TestMatchNormalizedLikeOVS(t *testing.T) {
 	// xxreg values are masked like reg values.
 	any0 := tcpFlow(2, 1, 0, "0.0.0.0/0", 0, openflow.Normal{})
 	any0.Match.CtState = &openflow.CtState{}
-	any0.Match.XXRegs = []openflow.XXRegMatch{{XXReg: 1, Value: openflow.Uint128{Lo: 0x1ff}, Mask: openflow.Uint128{Lo: 0xff}}}
+	any0.Match.Extra = &openflow.MatchExtra{XXRegs: []openflow.XXRegMatch{{XXReg: 1, Value: openflow.Uint128{Lo: 0x1ff}, Mask: openflow.Uint128{Lo: 0xff}}}}
 	mustApply(t, b, addFlow(any0))
-	plain := &openflow.Flow{Table: 2, Priority: 1, Match: openflow.Match{EthType: openflow.EthTypeIP, IPProto: openflow.ProtoTCP,
-		XXRegs: []openflow.XXRegMatch{{XXReg: 1, Value: openflow.Uint128{Lo: 0xff}, Mask: openflow.Uint128{Lo: 0xff}}}}}
+	plain := &openflow.Flow{Table: 2, Priority: 1, Match: openflow.Match{EthType: openflow.EthTypeIP, IPProto: openflow.ProtoTCP, Extra: &openflow.MatchExtra{XXRegs: []openflow.XXRegMatch{{XXReg: 1, Value: openflow.Uint128{Lo: 0xff}, Mask: openflow.Uint128{Lo: 0xff}}}}}}
 	mustApply(t, b, addFlow(plain))
 	require.Equal(t, lines(plain), b.Dump())
 }
@@ -426,22 +425,22 @@ func TestStructuralValidation(t *testing.T) {
 		{"tp_src with icmp", addFlow(ipFlow(func(f *openflow.Flow) { f.Match.IPProto, f.Match.TpSrc = openflow.ProtoICMP, 1 })), ErrBadPrereq},
 		{"nw_dst without eth_type", addFlow(ipFlow(func(f *openflow.Flow) { f.Match.EthType = 0; f.Match.Dst = netip.MustParsePrefix("10.0.0.0/8") })), ErrBadPrereq},
 		{"ipv6 prefix in ip flow", addFlow(ipFlow(func(f *openflow.Flow) { f.Match.Src = netip.MustParsePrefix("fd00::/64") })), ErrBadMatch},
-		{"arp_tpa without arp", addFlow(ipFlow(func(f *openflow.Flow) { f.Match.ARPTPA = netip.MustParseAddr("10.0.0.1") })), ErrBadPrereq},
-		{"short mac", addFlow(ipFlow(func(f *openflow.Flow) { f.Match.EthSrc = net.HardwareAddr{1, 2} })), ErrBadMatch},
-		{"arp_spa without arp", addFlow(ipFlow(func(f *openflow.Flow) { f.Match.ARPSPA = netip.MustParseAddr("10.0.0.1") })), ErrBadPrereq},
+		{"arp_tpa without arp", addFlow(ipFlow(func(f *openflow.Flow) { f.Match.Extra = &openflow.MatchExtra{ARPTPA: netip.MustParseAddr("10.0.0.1")} })), ErrBadPrereq},
+		{"short mac", addFlow(ipFlow(func(f *openflow.Flow) { f.Match.Extra = &openflow.MatchExtra{EthSrc: net.HardwareAddr{1, 2}} })), ErrBadMatch},
+		{"arp_spa without arp", addFlow(ipFlow(func(f *openflow.Flow) { f.Match.Extra = &openflow.MatchExtra{ARPSPA: netip.MustParseAddr("10.0.0.1")} })), ErrBadPrereq},
 		{"arp_sha with arp", addFlow(ipFlow(func(f *openflow.Flow) {
-			f.Match.EthType, f.Match.ARPSHA = openflow.EthTypeARP, net.HardwareAddr{1, 2, 3, 4, 5, 6}
+			f.Match.EthType, f.Match.Extra = openflow.EthTypeARP, &openflow.MatchExtra{ARPSHA: net.HardwareAddr{1, 2, 3, 4, 5, 6}}
 		})), nil},
 		{"nd_target without icmp_type", addFlow(ipFlow(func(f *openflow.Flow) {
-			f.Match.EthType, f.Match.IPProto, f.Match.NDTarget = openflow.EthTypeIPv6, openflow.ProtoICMPv6, netip.MustParseAddr("fd00::1")
+			f.Match.EthType, f.Match.IPProto, f.Match.Extra = openflow.EthTypeIPv6, openflow.ProtoICMPv6, &openflow.MatchExtra{NDTarget: netip.MustParseAddr("fd00::1")}
 		})), ErrBadPrereq},
 		{"nd_target of an advertisement", addFlow(ipFlow(func(f *openflow.Flow) {
 			typ := uint8(136)
-			f.Match.EthType, f.Match.IPProto, f.Match.ICMPType, f.Match.NDTarget = openflow.EthTypeIPv6, openflow.ProtoICMPv6, &typ, netip.MustParseAddr("fd00::1")
+			f.Match.EthType, f.Match.IPProto, f.Match.Extra = openflow.EthTypeIPv6, openflow.ProtoICMPv6, &openflow.MatchExtra{ICMPType: &typ, NDTarget: netip.MustParseAddr("fd00::1")}
 		})), nil},
 		{"nd_tll of a solicitation", addFlow(ipFlow(func(f *openflow.Flow) {
 			typ := uint8(135)
-			f.Match.EthType, f.Match.IPProto, f.Match.ICMPType, f.Match.NDTLL = openflow.EthTypeIPv6, openflow.ProtoICMPv6, &typ, net.HardwareAddr{1, 2, 3, 4, 5, 6}
+			f.Match.EthType, f.Match.IPProto, f.Match.Extra = openflow.EthTypeIPv6, openflow.ProtoICMPv6, &openflow.MatchExtra{ICMPType: &typ, NDTLL: net.HardwareAddr{1, 2, 3, 4, 5, 6}}
 		})), ErrBadPrereq},
 		{"duplicate reg", addFlow(ipFlow(func(f *openflow.Flow) { f.Match.Regs = []openflow.RegMatch{{Reg: 1}, {Reg: 1, Value: 2}} })), ErrBadMatch},
 		{"reg16", addFlow(ipFlow(func(f *openflow.Flow) { f.Match.Regs = []openflow.RegMatch{{Reg: 16}} })), ErrBadMatch},
@@ -616,8 +615,8 @@ func TestCopyIsolation(t *testing.T) {
 	f := &openflow.Flow{
 		Table: 1, Priority: 10, Cookie: 0x1, CookieMask: 0xff,
 		Match: openflow.Match{
-			EthType: openflow.EthTypeIP, EthSrc: mac, CtMark: &openflow.Masked32{Value: 2, Mask: 2},
-			Regs: []openflow.RegMatch{{Reg: 0, Value: 1}},
+			EthType: openflow.EthTypeIP, CtMark: &openflow.Masked32{Value: 2, Mask: 2},
+			Regs: []openflow.RegMatch{{Reg: 0, Value: 1}}, Extra: &openflow.MatchExtra{EthSrc: mac},
 		},
 		Actions: []openflow.Action{
 			openflow.SetEthDst{MAC: net.HardwareAddr{2, 0, 0, 0, 0, 1}},
@@ -631,7 +630,7 @@ func TestCopyIsolation(t *testing.T) {
 	before := b.Dump()
 
 	// Mutating what was passed in does not reach the fake.
-	f.Match.EthSrc[5] = 0x99
+	f.Match.Extra.EthSrc[5] = 0x99
 	f.Match.CtMark.Value = 7
 	f.Match.Regs[0].Value = 9
 	f.Actions[0].(openflow.SetEthDst).MAC[5] = 0x99
@@ -647,7 +646,7 @@ func TestCopyIsolation(t *testing.T) {
 	require.Len(t, flows, 1)
 	require.Zero(t, flows[0].CookieMask, "the stored flow has no cookie mask")
 	got := flows[0]
-	got.Match.EthSrc[0] = 0
+	got.Match.Extra.EthSrc[0] = 0
 	got.Match.CtMark.Mask = 0
 	got.Match.Regs[0].Reg = 5
 	got.Actions[0].(openflow.SetEthDst).MAC[0] = 0

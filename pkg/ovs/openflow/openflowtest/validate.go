@@ -134,6 +134,7 @@ func isIP(et openflow.EthType) bool {
 }
 
 func validateMatch(m *openflow.Match) error {
+	mx := m.Ext()
 	if m.IPProto != openflow.ProtoAny && !isIP(m.EthType) {
 		return fmt.Errorf("ip_proto %d requires eth_type ip or ipv6 (%w)", m.IPProto, ErrBadPrereq)
 	}
@@ -144,10 +145,10 @@ func validateMatch(m *openflow.Match) error {
 			return fmt.Errorf("tp_src/tp_dst require ip_proto tcp, udp or sctp, have %d (%w)", m.IPProto, ErrBadPrereq)
 		}
 	}
-	if m.TCPFlags != nil && m.IPProto != openflow.ProtoTCP {
+	if mx.TCPFlags != nil && m.IPProto != openflow.ProtoTCP {
 		return fmt.Errorf("tcp_flags requires ip_proto tcp, have %d (%w)", m.IPProto, ErrBadPrereq)
 	}
-	if (m.ICMPType != nil || m.ICMPCode != nil) && m.IPProto != openflow.ProtoICMP && m.IPProto != openflow.ProtoICMPv6 {
+	if (mx.ICMPType != nil || mx.ICMPCode != nil) && m.IPProto != openflow.ProtoICMP && m.IPProto != openflow.ProtoICMPv6 {
 		return fmt.Errorf("icmp_type/icmp_code require ip_proto icmp or icmpv6, have %d (%w)", m.IPProto, ErrBadPrereq)
 	}
 	if err := validatePrefix("src", m.Src, m.EthType); err != nil {
@@ -156,13 +157,13 @@ func validateMatch(m *openflow.Match) error {
 	if err := validatePrefix("dst", m.Dst, m.EthType); err != nil {
 		return err
 	}
-	if (m.ARPTPA.IsValid() || m.ARPOp != 0) && m.EthType != openflow.EthTypeARP {
+	if (mx.ARPTPA.IsValid() || mx.ARPOp != 0) && m.EthType != openflow.EthTypeARP {
 		return fmt.Errorf("arp_tpa/arp_op require eth_type arp (%w)", ErrBadPrereq)
 	}
-	if m.ARPTPA.IsValid() && !m.ARPTPA.Is4() {
-		return fmt.Errorf("arp_tpa %s is not IPv4 (%w)", m.ARPTPA, ErrBadMatch)
+	if mx.ARPTPA.IsValid() && !mx.ARPTPA.Is4() {
+		return fmt.Errorf("arp_tpa %s is not IPv4 (%w)", mx.ARPTPA, ErrBadMatch)
 	}
-	if len(m.EthSrc) != 0 && len(m.EthSrc) != 6 || len(m.EthDst) != 0 && len(m.EthDst) != 6 {
+	if len(mx.EthSrc) != 0 && len(mx.EthSrc) != 6 || len(mx.EthDst) != 0 && len(mx.EthDst) != 6 {
 		return fmt.Errorf("dl_src/dl_dst must be 6-byte MACs (%w)", ErrBadMatch)
 	}
 	if err := validateNeighborFields(m); err != nil {
@@ -182,7 +183,7 @@ func validateMatch(m *openflow.Match) error {
 		seen[r.Reg] = true
 	}
 	seenXX := map[uint8]bool{}
-	for _, r := range m.XXRegs {
+	for _, r := range mx.XXRegs {
 		if r.XXReg >= numXXRegs {
 			return fmt.Errorf("xxreg%d does not exist (%w)", r.XXReg, ErrBadMatch)
 		}
@@ -353,30 +354,31 @@ func (e *OpError) OpIndex() int { return e.Index }
 // validateNeighborFields checks the ARP sender fields and the IPv6 neighbour discovery fields
 // against their prerequisites, as OVS does.
 func validateNeighborFields(m *openflow.Match) error {
-	if (m.ARPSPA.IsValid() || len(m.ARPSHA) != 0) && m.EthType != openflow.EthTypeARP {
+	mx := m.Ext()
+	if (mx.ARPSPA.IsValid() || len(mx.ARPSHA) != 0) && m.EthType != openflow.EthTypeARP {
 		return fmt.Errorf("arp_spa/arp_sha require eth_type arp (%w)", ErrBadPrereq)
 	}
-	if m.ARPSPA.IsValid() && !m.ARPSPA.Is4() {
-		return fmt.Errorf("arp_spa %s is not IPv4 (%w)", m.ARPSPA, ErrBadMatch)
+	if mx.ARPSPA.IsValid() && !mx.ARPSPA.Is4() {
+		return fmt.Errorf("arp_spa %s is not IPv4 (%w)", mx.ARPSPA, ErrBadMatch)
 	}
-	for _, mac := range []net.HardwareAddr{m.ARPSHA, m.NDSLL, m.NDTLL} {
+	for _, mac := range []net.HardwareAddr{mx.ARPSHA, mx.NDSLL, mx.NDTLL} {
 		if len(mac) != 0 && len(mac) != 6 {
 			return fmt.Errorf("arp_sha/nd_sll/nd_tll must be 6-byte MACs (%w)", ErrBadMatch)
 		}
 	}
-	if !m.NDTarget.IsValid() && len(m.NDSLL) == 0 && len(m.NDTLL) == 0 {
+	if !mx.NDTarget.IsValid() && len(mx.NDSLL) == 0 && len(mx.NDTLL) == 0 {
 		return nil
 	}
-	nd := m.EthType == openflow.EthTypeIPv6 && m.IPProto == openflow.ProtoICMPv6 && m.ICMPType != nil &&
-		(m.ICMPCode == nil || *m.ICMPCode == 0)
-	if !nd || (*m.ICMPType != 135 && *m.ICMPType != 136) {
+	nd := m.EthType == openflow.EthTypeIPv6 && m.IPProto == openflow.ProtoICMPv6 && mx.ICMPType != nil &&
+		(mx.ICMPCode == nil || *mx.ICMPCode == 0)
+	if !nd || (*mx.ICMPType != 135 && *mx.ICMPType != 136) {
 		return fmt.Errorf("nd_target/nd_sll/nd_tll require icmp6 with icmp_type 135 or 136 and icmp_code 0 (%w)", ErrBadPrereq)
 	}
-	if len(m.NDSLL) != 0 && *m.ICMPType != 135 || len(m.NDTLL) != 0 && *m.ICMPType != 136 {
+	if len(mx.NDSLL) != 0 && *mx.ICMPType != 135 || len(mx.NDTLL) != 0 && *mx.ICMPType != 136 {
 		return fmt.Errorf("nd_sll requires icmp_type 135, nd_tll icmp_type 136 (%w)", ErrBadPrereq)
 	}
-	if m.NDTarget.IsValid() && !m.NDTarget.Is6() {
-		return fmt.Errorf("nd_target %s is not IPv6 (%w)", m.NDTarget, ErrBadMatch)
+	if mx.NDTarget.IsValid() && !mx.NDTarget.Is6() {
+		return fmt.Errorf("nd_target %s is not IPv6 (%w)", mx.NDTarget, ErrBadMatch)
 	}
 	return nil
 }

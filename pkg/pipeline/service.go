@@ -332,17 +332,16 @@ func hashFields(fam family, proto of.IPProto) []string { return hashFieldSets[fa
 func (s *servicePort) group(id uint32, eps []model.Endpoint) *of.Group {
 	g := &of.Group{ID: id, Type: of.GroupTypeSelect, HashFields: hashFields(s.fam, s.proto),
 		Buckets: make([]of.Bucket, len(eps))}
-	// Without affinity every bucket is one ct action: the actions, their ct values, their NATs
-	// and the shared ct_mark exec are allocated once per group, not per bucket (10k × 10
-	// endpoints: 100k).
+	// Without affinity every bucket is one ct action: the action slice, the NATs and the shared
+	// ct_mark exec are allocated once per group, not per bucket (10k × 10 endpoints: 100k).
 	var acts []of.Action
 	if s.timeout == 0 {
-		cts, nats, exec := make([]of.CT, len(eps)), make([]of.NAT, len(eps)), markService()
+		nats, exec := make([]of.NAT, len(eps)), markService()
+		acts = make([]of.Action, len(eps))
 		for i, ep := range eps {
 			nats[i] = dnatTo(ep)
-			cts[i] = s.dnatCommit(&nats[i], exec)
+			acts[i] = s.dnatCommit(&nats[i], exec)
 		}
-		acts = of.CTActions(cts)
 	}
 	for i, ep := range eps {
 		var actions []of.Action

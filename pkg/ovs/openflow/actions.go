@@ -3,7 +3,6 @@ package openflow
 import (
 	"net"
 	"net/netip"
-	"unsafe"
 )
 
 // Action is one OpenFlow action. The set of implementations is closed: each type below.
@@ -173,27 +172,3 @@ func (OutputInPort) isAction() {}
 func (Normal) isAction()       {}
 func (Drop) isAction()         {}
 func (Controller) isAction()   {}
-
-// CTActions returns cts as actions without boxing each one on its own: action i holds cts[i]
-// in place (an interface holding a CT points to its value, here to the array's element), so a
-// select group's buckets share one array instead of one allocation per bucket. Actions are
-// immutable values: the caller must never modify cts afterwards.
-func CTActions(cts []CT) []Action {
-	out := make([]Action, len(cts))
-	if len(cts) == 0 {
-		return out
-	}
-	var boxed Action = CT{}
-	tab := (*ifaceWords)(unsafe.Pointer(&boxed)).tab
-	for i := range cts {
-		w := (*ifaceWords)(unsafe.Pointer(&out[i]))
-		w.tab, w.data = tab, unsafe.Pointer(&cts[i])
-	}
-	return out
-}
-
-// ifaceWords is the layout of a non-empty interface value: its method table and a pointer to
-// its value (for a type that is not pointer-shaped, as CT).
-type ifaceWords struct {
-	tab, data unsafe.Pointer
-}

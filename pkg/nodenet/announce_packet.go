@@ -6,8 +6,7 @@ import (
 	"net"
 	"net/netip"
 
-	"github.com/google/gopacket"
-	"github.com/google/gopacket/layers"
+	"github.com/antrea-proxy/antrea-proxy/pkg/netutil/packet"
 	"github.com/vishvananda/netlink"
 	"golang.org/x/sys/unix"
 )
@@ -84,34 +83,28 @@ func (o HostAnnounceOps) Gratuitous(dev string, ip netip.Addr) error {
 // unsolicited Neighbor Advertisement (override set, solicited unset) from ip to ff02::1 with a
 // target link-layer address option (IPv6).
 func GratuitousFrame(mac net.HardwareAddr, ip netip.Addr) ([]byte, net.HardwareAddr, error) {
-	buf := gopacket.NewSerializeBuffer()
-	opts := gopacket.SerializeOptions{FixLengths: true, ComputeChecksums: true}
+	if len(mac) != 6 {
+		return nil, nil, fmt.Errorf("announcing %s: MAC address %q is not 6 bytes", ip, mac)
+	}
+	if !ip.IsValid() {
+		return nil, nil, errors.New("announcing an invalid IP address")
+	}
+	src := [6]byte(mac)
 	if ip.Is4() {
 		dst := net.HardwareAddr{0xff, 0xff, 0xff, 0xff, 0xff, 0xff}
-		eth := &layers.Ethernet{SrcMAC: mac, DstMAC: dst, EthernetType: layers.EthernetTypeARP}
-		arp := &layers.ARP{
-			AddrType: layers.LinkTypeEthernet, Protocol: layers.EthernetTypeIPv4, HwAddressSize: 6, ProtAddressSize: 4,
-			Operation: layers.ARPRequest, SourceHwAddress: mac, SourceProtAddress: ip.AsSlice(),
-			DstHwAddress: make([]byte, 6), DstProtAddress: ip.AsSlice(),
-		}
-		if err := gopacket.SerializeLayers(buf, opts, eth, arp); err != nil {
-			return nil, nil, fmt.Errorf("building the gratuitous ARP for %s: %w", ip, err)
-		}
-		return buf.Bytes(), dst, nil
+		b := make([]byte, 0, packet.MinFrameLen)
+		b = packet.AppendEthernet(b, packet.Ethernet{Dst: [6]byte(dst), Src: src, EtherType: packet.EtherTypeARP})
+		b = packet.AppendARP(b, packet.ARP{Operation: packet.ARPRequest, SenderMAC: src, SenderIP: ip.As4(), TargetIP: ip.As4()})
+		return packet.AppendPadding(b), dst, nil
 	}
 	allNodes := netip.MustParseAddr("ff02::1")
 	dst := net.HardwareAddr{0x33, 0x33, 0, 0, 0, 1}
-	eth := &layers.Ethernet{SrcMAC: mac, DstMAC: dst, EthernetType: layers.EthernetTypeIPv6}
-	ip6 := &layers.IPv6{Version: 6, HopLimit: 255, NextHeader: layers.IPProtocolICMPv6,
-		SrcIP: ip.AsSlice(), DstIP: allNodes.AsSlice()}
-	icmp := &layers.ICMPv6{TypeCode: layers.CreateICMPv6TypeCode(layers.ICMPv6TypeNeighborAdvertisement, 0)}
-	if err := icmp.SetNetworkLayerForChecksum(ip6); err != nil {
-		return nil, nil, err
-	}
-	na := &layers.ICMPv6NeighborAdvertisement{Flags: 0x20, TargetAddress: ip.AsSlice(),
-		Options: layers.ICMPv6Options{{Type: layers.ICMPv6OptTargetAddress, Data: mac}}}
-	if err := gopacket.SerializeLayers(buf, opts, eth, ip6, icmp, na); err != nil {
-		return nil, nil, fmt.Errorf("building the unsolicited NA for %s: %w", ip, err)
-	}
-	return buf.Bytes(), dst, nil
+	ip6 := packet.IPv6{NextHeader: packet.ProtoICMPv6, HopLimit: 255, Src: ip.As16(), Dst: allNodes.As16()}
+	b := make([]byte, 0, packet.EthernetHeaderLen+packet.IPv6HeaderLen+packet.NeighborAdvertisementLen)
+	b = packet.AppendEthernet(b, packet.Ethernet{Dst: [6]byte(dst), Src: src, EtherType: packet.EtherTypeIPv6})
+	b = packet.AppendIPv6(b, ip6, packet.NeighborAdvertisementLen)
+	start := len(b)
+	b = packet.AppendNeighborAdvertisement(b, packet.NeighborAdvertisement{Flags: packet.NAOverride, Target: ip.As16(), TargetLL: src})
+	packet.SetICMPv6Checksum(b[start:], ip6.Src[:], ip6.Dst[:])
+	return b, dst, nil
 }

@@ -4,11 +4,9 @@ import (
 	"encoding/binary"
 	"errors"
 	"fmt"
-	"net"
 	"net/netip"
 
-	"github.com/google/gopacket"
-	"github.com/google/gopacket/layers"
+	"github.com/antrea-proxy/antrea-proxy/pkg/netutil/packet"
 )
 
 // Kind is what a reply is.
@@ -59,170 +57,200 @@ const (
 // BuildReply builds the frame that rejects frame, an Ethernet frame sent to a Service with
 // no endpoints, possibly truncated: a TCP RST for TCP, an ICMP or ICMPv6 port unreachable for
 // UDP and SCTP. The reply goes back the way the frame came: Ethernet and IP addresses and L4
-// ports swapped. Errors wrap ErrNoReply.
+// ports swapped. Only TCP, UDP and SCTP right after the IPv4 header, or after the IPv6
+// header and its extension headers (packet.SkipExtensions), are answered; a frame with an
+// 802.1Q tag is not. Errors wrap ErrNoReply.
 func BuildReply(frame []byte) ([]byte, Kind, error) {
-	pkt := gopacket.NewPacket(frame, layers.LayerTypeEthernet, gopacket.DecodeOptions{Lazy: true, NoCopy: true})
-	eth, ok := pkt.Layer(layers.LayerTypeEthernet).(*layers.Ethernet)
-	if !ok {
+	eth, rest, err := packet.ParseEthernet(frame)
+	if err != nil {
 		return nil, KindNone, noReply("not an Ethernet frame")
 	}
-	if isGroupMAC(eth.SrcMAC) || isGroupMAC(eth.DstMAC) {
+	if packet.IsGroup(eth.Src) || packet.IsGroup(eth.Dst) {
 		return nil, KindNone, noReply("multicast or broadcast Ethernet address")
 	}
-	replyEth := &layers.Ethernet{SrcMAC: eth.DstMAC, DstMAC: eth.SrcMAC, EthernetType: eth.EthernetType}
-	switch eth.EthernetType {
-	case layers.EthernetTypeIPv4:
-		ip, ok := pkt.Layer(layers.LayerTypeIPv4).(*layers.IPv4)
-		if !ok {
-			return nil, KindNone, noReply("malformed IPv4 header")
+	r := reply{eth: packet.Ethernet{Dst: eth.Src, Src: eth.Dst, EtherType: eth.EtherType}}
+	switch eth.EtherType {
+	case packet.EtherTypeIPv4:
+		ip, err := packet.ParseIPv4(rest)
+		if err != nil {
+			return nil, KindNone, noReply("%v", err)
 		}
-		return replyIPv4(pkt, replyEth, ip)
-	case layers.EthernetTypeIPv6:
-		ip, ok := pkt.Layer(layers.LayerTypeIPv6).(*layers.IPv6)
-		if !ok {
-			return nil, KindNone, noReply("malformed IPv6 header")
+		r.ip4, r.orig = &ip, rest[:len(ip.Header)+len(ip.Payload)]
+		return r.replyIPv4()
+	case packet.EtherTypeIPv6:
+		ip, err := packet.ParseIPv6(rest)
+		if err != nil {
+			return nil, KindNone, noReply("%v", err)
 		}
-		return replyIPv6(pkt, replyEth, ip)
+		r.ip6, r.orig = &ip, rest[:len(ip.Header)+len(ip.Payload)]
+		return r.replyIPv6()
 	}
-	return nil, KindNone, noReply("EtherType %s", eth.EthernetType)
+	return nil, KindNone, noReply("EtherType 0x%04x", eth.EtherType)
 }
 
-// transport returns the packet's TCP, UDP or SCTP layer when its header decoded completely
-// (gopacket keeps a zero layer when the header is cut short), else nil.
-func transport(pkt gopacket.Packet) gopacket.Layer {
-	l := pkt.TransportLayer()
-	if l == nil {
-		return nil
-	}
-	minLen := map[gopacket.LayerType]int{layers.LayerTypeTCP: 20, layers.LayerTypeUDP: 8, layers.LayerTypeSCTP: 12}[l.LayerType()]
-	if minLen == 0 || len(l.LayerContents()) < minLen {
-		return nil
-	}
-	return l
+// reply is what a reply is built from.
+type reply struct {
+	eth  packet.Ethernet // the reply's Ethernet header
+	ip4  *packet.IPv4    // the original IPv4 header, or nil
+	ip6  *packet.IPv6    // the original IPv6 header, or nil
+	orig []byte          // the original IP packet as captured, without Ethernet padding
 }
 
-func isGroupMAC(m net.HardwareAddr) bool { return len(m) != 6 || m[0]&1 != 0 }
-
-// unicastPair checks that both addresses may appear in an error exchange.
-func unicastPair(src, dst net.IP) error {
+// unicastPair checks that both addresses may appear in an error exchange. IPv4-mapped IPv6
+// addresses count as the IPv4 addresses they map.
+func unicastPair(src, dst netip.Addr) error {
+	src, dst = src.Unmap(), dst.Unmap()
+	bcast := netip.AddrFrom4([4]byte{255, 255, 255, 255})
 	switch {
-	case src.IsUnspecified() || src.IsMulticast() || src.IsLoopback() || src.Equal(net.IPv4bcast):
+	case src.IsUnspecified() || src.IsMulticast() || src.IsLoopback() || src == bcast:
 		return noReply("source address %s", src)
-	case dst.IsUnspecified() || dst.IsMulticast() || dst.Equal(net.IPv4bcast):
+	case dst.IsUnspecified() || dst.IsMulticast() || dst == bcast:
 		return noReply("destination address %s", dst)
 	}
 	return nil
 }
 
-func replyIPv4(pkt gopacket.Packet, eth *layers.Ethernet, ip *layers.IPv4) ([]byte, Kind, error) {
-	if err := unicastPair(ip.SrcIP, ip.DstIP); err != nil {
+func (r *reply) replyIPv4() ([]byte, Kind, error) {
+	ip := r.ip4
+	if err := unicastPair(netip.AddrFrom4(ip.Src), netip.AddrFrom4(ip.Dst)); err != nil {
 		return nil, KindNone, err
 	}
-	if ip.FragOffset != 0 {
-		return nil, KindNone, noReply("non-first IPv4 fragment")
+	if ip.IsFragment() {
+		return nil, KindNone, noReply("IPv4 fragment (offset %d)", ip.FragOffset*8)
 	}
-	rip := &layers.IPv4{Version: 4, IHL: 5, TTL: replyTTL, SrcIP: ip.DstIP, DstIP: ip.SrcIP}
-	declared := int(ip.Length) - int(ip.IHL)*4
-	switch l4 := transport(pkt).(type) {
-	case *layers.TCP:
-		rip.Protocol = layers.IPProtocolTCP
-		return tcpReset(eth, rip, l4, declared, ip.Payload)
-	case *layers.UDP, *layers.SCTP:
-		rip.Protocol = layers.IPProtocolICMPv4
-		quote := append(append([]byte(nil), ip.Contents...), ip.Payload...)
-		if len(quote) > maxQuoteV4 {
-			quote = quote[:maxQuoteV4]
-		}
-		icmp := &layers.ICMPv4{TypeCode: layers.CreateICMPv4TypeCode(layers.ICMPv4TypeDestinationUnreachable, layers.ICMPv4CodePort)}
-		b, err := serialize(eth, rip, icmp, gopacket.Payload(quote))
-		return b, KindICMPv4PortUnreachable, err
-	}
-	return nil, KindNone, noReply("IPv4 protocol %s has no transport header to answer", ip.Protocol)
+	declared := int(ip.Length) - len(ip.Header)
+	return r.answer(ip.Protocol, ip.Payload, 0, declared)
 }
 
-func replyIPv6(pkt gopacket.Packet, eth *layers.Ethernet, ip *layers.IPv6) ([]byte, Kind, error) {
-	if err := unicastPair(ip.SrcIP, ip.DstIP); err != nil {
+func (r *reply) replyIPv6() ([]byte, Kind, error) {
+	ip := r.ip6
+	if err := unicastPair(netip.AddrFrom16(ip.Src), netip.AddrFrom16(ip.Dst)); err != nil {
 		return nil, KindNone, err
 	}
-	rip := &layers.IPv6{Version: 6, HopLimit: replyTTL, SrcIP: ip.DstIP, DstIP: ip.SrcIP}
-	declared := int(ip.Length) // payload length, extension headers included
-	switch l4 := transport(pkt).(type) {
-	case *layers.TCP:
-		rip.NextHeader = layers.IPProtocolTCP
-		return tcpReset(eth, rip, l4, declared, ip.Payload)
-	case *layers.UDP, *layers.SCTP:
-		rip.NextHeader = layers.IPProtocolICMPv6
-		quote := append(append(make([]byte, 4), ip.Contents...), ip.Payload...) // 4 unused bytes first
-		if len(quote) > 4+maxQuoteV6 {
-			quote = quote[:4+maxQuoteV6]
-		}
-		icmp := &layers.ICMPv6{TypeCode: layers.CreateICMPv6TypeCode(layers.ICMPv6TypeDestinationUnreachable, layers.ICMPv6CodePortUnreachable)}
-		if err := icmp.SetNetworkLayerForChecksum(rip); err != nil {
-			return nil, KindNone, err
-		}
-		b, err := serialize(eth, rip, icmp, gopacket.Payload(quote))
-		return b, KindICMPv6PortUnreachable, err
+	proto, off, err := packet.SkipExtensions(ip.NextHeader, ip.Payload)
+	if err != nil {
+		return nil, KindNone, noReply("%v", err)
 	}
-	// Fragments (gopacket leaves every IPv6 fragment undecoded), ICMPv6 and others.
-	return nil, KindNone, noReply("IPv6 packet has no TCP, UDP or SCTP header to answer")
+	return r.answer(proto, ip.Payload, off, int(ip.Length)) // payload length, extension headers included
+}
+
+// answer replies to the L4 header of protocol proto at offset off in ipPayload, the captured
+// IP payload whose length the IP header declares as declared.
+func (r *reply) answer(proto uint8, ipPayload []byte, off, declared int) ([]byte, Kind, error) {
+	l4 := ipPayload[off:]
+	var err error
+	switch proto {
+	case packet.ProtoTCP:
+		var seg packet.TCP
+		if seg, err = packet.ParseTCP(l4); err == nil {
+			return r.tcpReset(&seg, declared-off)
+		}
+	case packet.ProtoUDP:
+		if _, err = packet.ParseUDP(l4); err == nil {
+			return r.portUnreachable()
+		}
+	case packet.ProtoSCTP:
+		if _, err = packet.ParseSCTP(l4); err == nil {
+			return r.portUnreachable()
+		}
+	default:
+		return nil, KindNone, noReply("IP protocol %d has no transport header to answer", proto)
+	}
+	return nil, KindNone, noReply("%v", err)
 }
 
 // tcpReset answers seg as RFC 9293 3.10.7.1 says for a closed port: a segment with ACK gets
 // <SEQ=SEG.ACK><CTL=RST>, one without gets <SEQ=0><ACK=SEG.SEQ+SEG.LEN><CTL=RST,ACK>.
-// declared is the IP payload length from the IP header and ipPayload the captured IP payload,
-// so that SEG.LEN is right for a truncated capture.
-func tcpReset(eth *layers.Ethernet, ip gopacket.NetworkLayer, seg *layers.TCP, declared int, ipPayload []byte) ([]byte, Kind, error) {
-	if seg.RST {
+// declared is the segment's length from the IP header, so that SEG.LEN is right for a
+// truncated capture.
+func (r *reply) tcpReset(seg *packet.TCP, declared int) ([]byte, Kind, error) {
+	if seg.Flags&packet.TCPRst != 0 {
 		return nil, KindNone, noReply("TCP segment is a reset")
 	}
-	rst := &layers.TCP{SrcPort: seg.DstPort, DstPort: seg.SrcPort, RST: true}
-	if seg.ACK {
+	rst := packet.TCP{SrcPort: seg.DstPort, DstPort: seg.SrcPort, Flags: packet.TCPRst}
+	if seg.Flags&packet.TCPAck != 0 {
 		rst.Seq = seg.Ack
 	} else {
-		offset := len(ipPayload) - len(seg.Contents) - len(seg.Payload) // TCP header's offset in the IP payload
-		dataLen := declared - offset - len(seg.Contents)
+		dataLen := declared - len(seg.Header)
 		if dataLen < 0 || declared == 0 {
 			dataLen = len(seg.Payload)
 		}
 		segLen := uint32(dataLen)
-		if seg.SYN {
+		if seg.Flags&packet.TCPSyn != 0 {
 			segLen++
 		}
-		if seg.FIN {
+		if seg.Flags&packet.TCPFin != 0 {
 			segLen++
 		}
-		rst.ACK, rst.Ack = true, seg.Seq+segLen
+		rst.Flags |= packet.TCPAck
+		rst.Ack = seg.Seq + segLen
 	}
-	if err := rst.SetNetworkLayerForChecksum(ip); err != nil {
-		return nil, KindNone, err
-	}
-	b, err := serialize(eth, ip.(gopacket.SerializableLayer), rst)
-	return b, KindTCPReset, err
+	b := r.headers(packet.ProtoTCP, packet.TCPHeaderLen)
+	start := len(b)
+	b = packet.AppendTCP(b, rst)
+	src, dst := r.addrs()
+	packet.SetTCPChecksum(b[start:], src, dst)
+	return packet.AppendPadding(b), KindTCPReset, nil
 }
 
-func serialize(ls ...gopacket.SerializableLayer) ([]byte, error) {
-	buf := gopacket.NewSerializeBuffer()
-	if err := gopacket.SerializeLayers(buf, gopacket.SerializeOptions{FixLengths: true, ComputeChecksums: true}, ls...); err != nil {
-		return nil, fmt.Errorf("serializing reject reply: %w", err)
+// portUnreachable builds the ICMP or ICMPv6 port unreachable quoting the original packet.
+func (r *reply) portUnreachable() ([]byte, Kind, error) {
+	if r.ip6 == nil {
+		quote := r.orig[:min(len(r.orig), maxQuoteV4)]
+		b := r.headers(packet.ProtoICMPv4, 8+len(quote))
+		start := len(b)
+		b = packet.AppendICMP(b, packet.ICMPv4DestinationUnreachable, packet.ICMPv4PortUnreachable, 0)
+		b = append(b, quote...)
+		packet.SetICMPv4Checksum(b[start:])
+		return packet.AppendPadding(b), KindICMPv4PortUnreachable, nil
 	}
-	return buf.Bytes(), nil
+	quote := r.orig[:min(len(r.orig), maxQuoteV6)]
+	b := r.headers(packet.ProtoICMPv6, 8+len(quote))
+	start := len(b)
+	b = packet.AppendICMP(b, packet.ICMPv6DestinationUnreachable, packet.ICMPv6PortUnreachable, 0)
+	b = append(b, quote...)
+	src, dst := r.addrs()
+	packet.SetICMPv6Checksum(b[start:], src, dst)
+	return packet.AppendPadding(b), KindICMPv6PortUnreachable, nil
+}
+
+// headers allocates the reply frame and appends its Ethernet and IP headers, the original's
+// addresses swapped, for an L4 message of protocol proto and l4Len bytes.
+func (r *reply) headers(proto uint8, l4Len int) []byte {
+	n := packet.EthernetHeaderLen + packet.IPv4HeaderLen + l4Len
+	if r.ip6 != nil {
+		n += packet.IPv6HeaderLen - packet.IPv4HeaderLen
+	}
+	b := packet.AppendEthernet(make([]byte, 0, max(n, packet.MinFrameLen)), r.eth)
+	if r.ip6 != nil {
+		return packet.AppendIPv6(b, packet.IPv6{NextHeader: proto, HopLimit: replyTTL, Src: r.ip6.Dst, Dst: r.ip6.Src}, l4Len)
+	}
+	return packet.AppendIPv4(b, packet.IPv4{TTL: replyTTL, Protocol: proto, Src: r.ip4.Dst, Dst: r.ip4.Src}, l4Len)
+}
+
+// addrs returns the reply's source and destination IP addresses.
+func (r *reply) addrs() (src, dst []byte) {
+	if r.ip6 != nil {
+		return r.ip6.Dst[:], r.ip6.Src[:]
+	}
+	return r.ip4.Dst[:], r.ip4.Src[:]
 }
 
 // sourceOf returns the IP source address of frame, an Ethernet frame BuildReply accepted
 // (IPv4 or IPv6 right after the Ethernet header); the zero Addr when it has none.
 func sourceOf(frame []byte) netip.Addr {
-	const ethLen = 14
+	const ethLen = packet.EthernetHeaderLen
 	if len(frame) < ethLen {
 		return netip.Addr{}
 	}
 	ip := frame[ethLen:]
-	switch layers.EthernetType(binary.BigEndian.Uint16(frame[12:])) {
-	case layers.EthernetTypeIPv4:
-		if len(ip) >= 20 {
+	switch binary.BigEndian.Uint16(frame[12:]) {
+	case packet.EtherTypeIPv4:
+		if len(ip) >= packet.IPv4HeaderLen {
 			return netip.AddrFrom4([4]byte(ip[12:16]))
 		}
-	case layers.EthernetTypeIPv6:
-		if len(ip) >= 40 {
+	case packet.EtherTypeIPv6:
+		if len(ip) >= packet.IPv6HeaderLen {
 			return netip.AddrFrom16([16]byte(ip[8:24]))
 		}
 	}

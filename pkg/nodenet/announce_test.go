@@ -208,3 +208,47 @@ func TestAnnouncerRefresh(t *testing.T) {
 	require.NoError(t, an.Sync("eth0", []netip.Addr{v4}))
 	require.Equal(t, []string{"garp eth0 172.18.0.5"}, ops.take())
 }
+
+// gratuitousFrameGopacket is GratuitousFrame as it was written on gopacket, the reference the
+// frames are compared with byte for byte.
+func gratuitousFrameGopacket(mac net.HardwareAddr, ip netip.Addr) ([]byte, error) {
+	buf := gopacket.NewSerializeBuffer()
+	opts := gopacket.SerializeOptions{FixLengths: true, ComputeChecksums: true}
+	if ip.Is4() {
+		eth := &layers.Ethernet{SrcMAC: mac, DstMAC: net.HardwareAddr{0xff, 0xff, 0xff, 0xff, 0xff, 0xff}, EthernetType: layers.EthernetTypeARP}
+		arp := &layers.ARP{
+			AddrType: layers.LinkTypeEthernet, Protocol: layers.EthernetTypeIPv4, HwAddressSize: 6, ProtAddressSize: 4,
+			Operation: layers.ARPRequest, SourceHwAddress: mac, SourceProtAddress: ip.AsSlice(),
+			DstHwAddress: make([]byte, 6), DstProtAddress: ip.AsSlice(),
+		}
+		err := gopacket.SerializeLayers(buf, opts, eth, arp)
+		return buf.Bytes(), err
+	}
+	eth := &layers.Ethernet{SrcMAC: mac, DstMAC: net.HardwareAddr{0x33, 0x33, 0, 0, 0, 1}, EthernetType: layers.EthernetTypeIPv6}
+	ip6 := &layers.IPv6{Version: 6, HopLimit: 255, NextHeader: layers.IPProtocolICMPv6,
+		SrcIP: ip.AsSlice(), DstIP: netip.MustParseAddr("ff02::1").AsSlice()}
+	icmp := &layers.ICMPv6{TypeCode: layers.CreateICMPv6TypeCode(layers.ICMPv6TypeNeighborAdvertisement, 0)}
+	if err := icmp.SetNetworkLayerForChecksum(ip6); err != nil {
+		return nil, err
+	}
+	na := &layers.ICMPv6NeighborAdvertisement{Flags: 0x20, TargetAddress: ip.AsSlice(),
+		Options: layers.ICMPv6Options{{Type: layers.ICMPv6OptTargetAddress, Data: mac}}}
+	err := gopacket.SerializeLayers(buf, opts, eth, ip6, icmp, na)
+	return buf.Bytes(), err
+}
+
+func TestGratuitousFrameMatchesReference(t *testing.T) {
+	for _, mac := range []net.HardwareAddr{{0x02, 0, 0, 0, 0, 0x11}, {0xfe, 0xdc, 0xba, 0x98, 0x76, 0x54}} {
+		for _, ip := range []string{"172.18.0.5", "10.0.0.1", "255.255.255.254", "fd00:18::5", "2001:db8::ffff:1", "fe80::1", "::ffff:10.1.2.3"} {
+			want, err := gratuitousFrameGopacket(mac, a(ip))
+			require.NoError(t, err)
+			got, _, err := GratuitousFrame(mac, a(ip))
+			require.NoError(t, err)
+			require.Equal(t, want, got, "%s at %s", ip, mac)
+		}
+	}
+	_, _, err := GratuitousFrame(net.HardwareAddr{1, 2, 3}, a("10.0.0.1"))
+	require.Error(t, err, "a MAC address of 3 bytes")
+	_, _, err = GratuitousFrame(net.HardwareAddr{2, 0, 0, 0, 0, 1}, netip.Addr{})
+	require.Error(t, err, "the zero Addr")
+}

@@ -238,14 +238,14 @@ func routingHeaderLen(b []byte) (int, error) {
 }
 
 // authHeaderLen is the length of the authentication header at the start of b, whose Payload
-// Len field counts 4-octet units minus 2; b must hold at least its 12 fixed bytes.
+// Len field counts 4-octet units minus 2; it has at least its 12 fixed bytes.
 func authHeaderLen(b []byte) (int, error) {
 	if len(b) < 12 {
 		return 0, malformed("authentication header: %d bytes", len(b))
 	}
 	n := (int(b[1]) + 2) * 4
-	if n > len(b) {
-		return 0, malformed("authentication header of %d bytes cut at %d", n, len(b))
+	if n < 12 || n > len(b) {
+		return 0, malformed("authentication header of %d bytes in %d", n, len(b))
 	}
 	return n, nil
 }

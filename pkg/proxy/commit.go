@@ -6,6 +6,7 @@ import (
 	"time"
 
 	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/apimachinery/pkg/util/sets"
 	"k8s.io/klog/v2"
 
 	"github.com/antrea-proxy/antrea-proxy/pkg/proxy/observe"
@@ -58,6 +59,10 @@ func (p *Proxier) commit(in *syncInput, pl *plan, rejected map[types.NamespacedN
 			p.portsGen++
 		}
 		p.status[nn] = st
+	}
+	// A map keeps its table when emptied: after a large sync, a new set lets the old one go.
+	if len(p.dirty) == 0 {
+		p.dirty = sets.New[types.NamespacedName]()
 	}
 	p.quarantineRejected(rejected, now)
 	events := p.updateProblems(now)

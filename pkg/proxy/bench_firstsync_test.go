@@ -48,7 +48,7 @@ func benchFirstSync(b *testing.B, workers int) {
 		}
 		cpu += cpuNow(b) - cpu0
 		b.StopTimer()
-		if n := len(p.svcOwners); n != 10000 {
+		if n := len(p.status); n != 10000 {
 			b.Fatalf("installed %d Services, want 10000", n)
 		}
 		heap += heapInUse() - before

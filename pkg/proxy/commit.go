@@ -46,15 +46,13 @@ func (p *Proxier) commit(in *syncInput, pl *plan, rejected map[types.NamespacedN
 		}
 		old := p.status[nn]
 		if len(pl.newOwners[nn]) == 0 {
-			delete(p.svcOwners, nn)
 			delete(p.status, nn)
 			if old != nil {
 				p.portsGen++
 			}
 			continue
 		}
-		p.svcOwners[nn] = pl.newOwners[nn]
-		st := p.makeStatus(in.computed[nn], now)
+		st := p.makeStatus(pl.newOwners[nn], in.computed[nn], now)
 		if old == nil || !samePorts(old.ports, st.ports) {
 			p.portsGen++
 		}

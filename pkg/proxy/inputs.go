@@ -81,7 +81,7 @@ func (p *Proxier) markChanged(all bool) {
 	for nn := range p.services {
 		mark(nn)
 	}
-	for nn := range p.svcOwners {
+	for nn := range p.status {
 		mark(nn)
 	}
 	for nn := range p.committedInputs {

@@ -100,9 +100,9 @@ type Proxier struct {
 	// bridgeState is the bridge's reconciler: the installed state of the proxier's owners
 	// (and of the other writers of the bridge), written only by the syncSem holder's batches.
 	bridgeState *reconciler.Reconciler
-	svcOwners   map[types.NamespacedName][]owner
-	status      map[types.NamespacedName]*serviceStatus
-	problems    map[types.NamespacedName]*ServiceProblem
+	// status is what each committed Service has installed: its owners and its ports.
+	status   map[types.NamespacedName]*serviceStatus
+	problems map[types.NamespacedName]*ServiceProblem
 	// earlyBase is set once InstallBaseFlows ran: the first bundle deletes what it installed.
 	earlyBase bool
 	// nodePortAddrs are the NodePort addresses of the committed base flows (NodePortAddresses).
@@ -137,7 +137,6 @@ func New(opts Options, bridge Bridge) (*Proxier, error) {
 		committedInputs: map[types.NamespacedName]svcInputs{},
 		baseDirty:       true,
 		peers:           map[string][]netip.Addr{},
-		svcOwners:       map[types.NamespacedName][]owner{},
 		status:          map[types.NamespacedName]*serviceStatus{},
 		problems:        map[types.NamespacedName]*ServiceProblem{},
 		claims:          newClaimIndex(),

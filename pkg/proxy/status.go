@@ -13,10 +13,20 @@ import (
 	"github.com/antrea-proxy/antrea-proxy/pkg/reconciler"
 )
 
-// serviceStatus is what was installed for one Service at its last sync.
+// serviceStatus is what was installed for one Service at its last sync: its owners and its
+// ports.
 type serviceStatus struct {
+	owners   []owner
 	ports    []PortStatus
 	lastSync time.Time
+}
+
+// ownerList returns st's owners; none for a nil st.
+func (st *serviceStatus) ownerList() []owner {
+	if st == nil {
+		return nil
+	}
+	return st.owners
 }
 
 // PortStatus describes one Service port in one family as installed.
@@ -68,8 +78,8 @@ type ServiceProblem struct {
 	NextRetry time.Time
 }
 
-func (p *Proxier) makeStatus(want []desired, now time.Time) *serviceStatus {
-	st := &serviceStatus{lastSync: now}
+func (p *Proxier) makeStatus(owners []owner, want []desired, now time.Time) *serviceStatus {
+	st := &serviceStatus{owners: owners, ports: make([]PortStatus, 0, len(want)), lastSync: now}
 	flows := make([]int, len(want))
 	p.bridgeState.Read(func(s *reconciler.State) {
 		for i, d := range want {
@@ -164,7 +174,7 @@ func (p *Proxier) ServiceFlows(nn types.NamespacedName) ([]of.Flow, []of.Group) 
 	defer p.mu.Unlock()
 	var flows []of.Flow
 	var groups []of.Group
-	for _, o := range p.svcOwners[nn] {
+	for _, o := range p.status[nn].ownerList() {
 		p.bridgeState.Read(func(st *reconciler.State) {
 			st.OwnerFlows(o, func(f *of.Flow) { flows = append(flows, *f) })
 			for _, g := range st.OwnerGroups(o) {

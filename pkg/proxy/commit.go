@@ -36,6 +36,9 @@ func (p *Proxier) commit(in *syncInput, pl *plan, rejected map[types.NamespacedN
 	}
 	p.commitInputs(in, pl.included)
 	now := p.opts.Clock.Now()
+	// One copy of the commit time, shared by the statuses made now.
+	committed := new(time.Time)
+	*committed = now
 	for _, nn := range pl.included {
 		p.dirty.Delete(nn)
 		delete(p.quarantine, nn)
@@ -52,7 +55,7 @@ func (p *Proxier) commit(in *syncInput, pl *plan, rejected map[types.NamespacedN
 			}
 			continue
 		}
-		st := p.makeStatus(pl.newOwners[nn], in.computed[nn], now)
+		st := p.makeStatus(pl.newOwners[nn], in.computed[nn], committed)
 		if old == nil || !samePorts(old.ports, st.ports) {
 			p.portsGen++
 		}

@@ -14,11 +14,31 @@ import (
 )
 
 // serviceStatus is what was installed for one Service at its last sync: its owners and its
-// ports.
+// ports. lastSync is shared by the Services a sync committed.
 type serviceStatus struct {
 	owners   []owner
-	ports    []PortStatus
-	lastSync time.Time
+	ports    []portStatus
+	lastSync *time.Time
+}
+
+// portStatus is a PortStatus as the proxier keeps it, one per installed Service port and
+// family: its numbers in 32 bits (PortStatus converts).
+type portStatus struct {
+	port                  model.ServicePort
+	cookie                uint64
+	groupID, localGroupID uint32
+	buckets, flows        uint32
+	// endpoints are EndpointCounts' Total, Local, Ready, Serving and Terminating.
+	endpoints [5]uint32
+	ipv6      bool
+}
+
+// PortStatus returns the PortStatus ps keeps.
+func (ps *portStatus) PortStatus() PortStatus {
+	e := ps.endpoints
+	return PortStatus{Port: ps.port, IPv6: ps.ipv6, GroupID: ps.groupID, LocalGroupID: ps.localGroupID,
+		Buckets: int(ps.buckets), Flows: int(ps.flows), Cookie: ps.cookie,
+		Endpoints: EndpointCounts{Total: int(e[0]), Local: int(e[1]), Ready: int(e[2]), Serving: int(e[3]), Terminating: int(e[4])}}
 }
 
 // ownerList returns st's owners; none for a nil st.
@@ -78,8 +98,9 @@ type ServiceProblem struct {
 	NextRetry time.Time
 }
 
-func (p *Proxier) makeStatus(owners []owner, want []desired, now time.Time) *serviceStatus {
-	st := &serviceStatus{owners: owners, ports: make([]PortStatus, 0, len(want)), lastSync: now}
+// makeStatus returns the status of a Service committed at *now with owners and want.
+func (p *Proxier) makeStatus(owners []owner, want []desired, now *time.Time) *serviceStatus {
+	st := &serviceStatus{owners: owners, ports: make([]portStatus, 0, len(want)), lastSync: now}
 	flows := make([]int, len(want))
 	p.bridgeState.Read(func(s *reconciler.State) {
 		for i, d := range want {
@@ -87,28 +108,38 @@ func (p *Proxier) makeStatus(owners []owner, want []desired, now time.Time) *ser
 		}
 	})
 	for i, d := range want {
-		ps := PortStatus{Port: d.port, IPv6: d.ipv6, Flows: flows[i]}
+		ps := portStatus{port: d.port, ipv6: d.ipv6, flows: uint32(flows[i])}
 		for _, ep := range d.endpoints {
 			if ep.IP.Is6() != d.ipv6 {
 				continue
 			}
-			ps.Endpoints.Total++
-			for _, c := range []struct {
-				set bool
-				n   *int
-			}{{ep.Local, &ps.Endpoints.Local}, {ep.Ready, &ps.Endpoints.Ready}, {ep.Serving, &ps.Endpoints.Serving}, {ep.Terminating, &ps.Endpoints.Terminating}} {
-				if c.set {
-					*c.n++
+			for k, set := range [...]bool{true, ep.Local, ep.Ready, ep.Serving, ep.Terminating} {
+				if set {
+					ps.endpoints[k]++
 				}
 			}
 		}
-		ps.GroupID, ps.LocalGroupID, ps.Buckets = groupsStatus(d)
+		var buckets int
+		ps.groupID, ps.localGroupID, buckets = groupsStatus(d)
+		ps.buckets = uint32(buckets)
 		if len(d.flows.Flows) > 0 {
-			ps.Cookie = d.flows.Flows[0].Cookie
+			ps.cookie = d.flows.Flows[0].Cookie
 		}
 		st.ports = append(st.ports, ps)
 	}
 	return st
+}
+
+// portStatuses returns the PortStatus of each of st's ports (nil for none).
+func (st *serviceStatus) portStatuses() []PortStatus {
+	if len(st.ports) == 0 {
+		return nil
+	}
+	out := make([]PortStatus, len(st.ports))
+	for i := range st.ports {
+		out[i] = st.ports[i].PortStatus()
+	}
+	return out
 }
 
 // Services returns the installed state of every programmed Service, and of every Service
@@ -118,7 +149,7 @@ func (p *Proxier) Services() []ServiceStatus {
 	defer p.mu.Unlock()
 	out := make([]ServiceStatus, 0, len(p.status))
 	for nn, st := range p.status {
-		out = append(out, ServiceStatus{Name: nn, Ports: append([]PortStatus(nil), st.ports...), LastSync: st.lastSync,
+		out = append(out, ServiceStatus{Name: nn, Ports: st.portStatuses(), LastSync: *st.lastSync,
 			Problem: copyProblem(p.problems[nn])})
 	}
 	for nn, pr := range p.problems {
@@ -139,8 +170,8 @@ func copyProblem(pr *ServiceProblem) *ServiceProblem {
 
 // samePorts reports whether two statuses hold the same ports (definition and family, in order),
 // whatever their endpoints, groups and flows.
-func samePorts(a, b []PortStatus) bool {
-	return slices.EqualFunc(a, b, func(x, y PortStatus) bool { return x.IPv6 == y.IPv6 && x.Port.Equal(y.Port) })
+func samePorts(a, b []portStatus) bool {
+	return slices.EqualFunc(a, b, func(x, y portStatus) bool { return x.ipv6 == y.ipv6 && x.port.Equal(y.port) })
 }
 
 // PortsGeneration returns a number that changes whenever a sync changes what Services reports of

@@ -55,7 +55,7 @@ func (p *Proxier) commit(in *syncInput, pl *plan, rejected map[types.NamespacedN
 			}
 			continue
 		}
-		st := p.makeStatus(pl.newOwners[nn], in.computed[nn], committed)
+		st := p.makeStatus(in.computed[nn], committed)
 		if old == nil || !samePorts(old.ports, st.ports) {
 			p.portsGen++
 		}

@@ -99,7 +99,7 @@ type Proxier struct {
 	// bridgeState is the bridge's reconciler: the installed state of the proxier's owners
 	// (and of the other writers of the bridge), written only by the syncSem holder's batches.
 	bridgeState *reconciler.Reconciler
-	// status is what each committed Service has installed: its owners and its ports.
+	// status is what each committed Service has installed: its ports and so its owners.
 	status   map[types.NamespacedName]*serviceStatus
 	problems map[types.NamespacedName]*ServiceProblem
 	// earlyBase is set once InstallBaseFlows ran: the first bundle deletes what it installed.

@@ -13,10 +13,9 @@ import (
 	"github.com/antrea-proxy/antrea-proxy/pkg/reconciler"
 )
 
-// serviceStatus is what was installed for one Service at its last sync: its owners and its
-// ports. lastSync is shared by the Services a sync committed.
+// serviceStatus is what was installed for one Service at its last sync: its ports, one per
+// owner (ownerList). lastSync is shared by the Services a sync committed.
 type serviceStatus struct {
-	owners   []owner
 	ports    []portStatus
 	lastSync *time.Time
 }
@@ -41,12 +40,17 @@ func (ps *portStatus) PortStatus() PortStatus {
 		Endpoints: EndpointCounts{Total: int(e[0]), Local: int(e[1]), Ready: int(e[2]), Serving: int(e[3]), Terminating: int(e[4])}}
 }
 
-// ownerList returns st's owners; none for a nil st.
+// ownerList returns st's owners, those of its ports in order (none for a nil st): a port's
+// owner is named after the port and its family (ownerOf), so it is not kept.
 func (st *serviceStatus) ownerList() []owner {
 	if st == nil {
 		return nil
 	}
-	return st.owners
+	out := make([]owner, len(st.ports))
+	for i := range st.ports {
+		out[i] = ownerOf(st.ports[i].port.Name, st.ports[i].ipv6)
+	}
+	return out
 }
 
 // PortStatus describes one Service port in one family as installed.
@@ -98,9 +102,9 @@ type ServiceProblem struct {
 	NextRetry time.Time
 }
 
-// makeStatus returns the status of a Service committed at *now with owners and want.
-func (p *Proxier) makeStatus(owners []owner, want []desired, now *time.Time) *serviceStatus {
-	st := &serviceStatus{owners: owners, ports: make([]portStatus, 0, len(want)), lastSync: now}
+// makeStatus returns the status of a Service committed at *now with want.
+func (p *Proxier) makeStatus(want []desired, now *time.Time) *serviceStatus {
+	st := &serviceStatus{ports: make([]portStatus, 0, len(want)), lastSync: now}
 	flows := make([]int, len(want))
 	p.bridgeState.Read(func(s *reconciler.State) {
 		for i, d := range want {

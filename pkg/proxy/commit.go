@@ -47,9 +47,12 @@ func (p *Proxier) commit(in *syncInput, pl *plan, rejected map[types.NamespacedN
 		} else {
 			delete(p.addrIssues, nn)
 		}
-		old := p.status[nn]
+		old := p.statusOf(nn)
 		if len(pl.newOwners[nn]) == 0 {
-			delete(p.status, nn)
+			if r := p.svcs[nn]; r != nil {
+				r.status = nil
+				p.dropUnused(nn, r)
+			}
 			if old != nil {
 				p.portsGen++
 			}
@@ -59,7 +62,12 @@ func (p *Proxier) commit(in *syncInput, pl *plan, rejected map[types.NamespacedN
 		if old == nil || !samePorts(old.ports, st.ports) {
 			p.portsGen++
 		}
-		p.status[nn] = st
+		r := p.svcs[nn]
+		if r == nil {
+			r = &svcRecord{}
+			p.svcs[nn] = r
+		}
+		r.status = st
 	}
 	// A map keeps its table when emptied: after a large sync, a new set lets the old one go.
 	if len(p.dirty) == 0 {

@@ -29,9 +29,11 @@ type svcInputs struct {
 	refused bool
 }
 
-// svcRecord is what the sync goroutine keeps of one Service, in one record: its latest object,
-// its claims generation and the inputs of its last committed computation. It exists while the
-// Service does and while a computation of it is committed.
+// svcRecord is what the proxier keeps of one Service, in one record: its latest object, its
+// claims generation, the inputs of its last committed computation and what that installed. It
+// exists while the Service does and while a computation of it is committed. The sync goroutine
+// alone writes records and the map, the map and status under p.mu (Services reads them under
+// it); it reads them without.
 type svcRecord struct {
 	// svc is the Service's latest object (nil: gone, its removal not committed yet).
 	svc *v1.Service
@@ -40,6 +42,16 @@ type svcRecord struct {
 	// committed are the inputs its committed computation was made from (committed.svc nil:
 	// none).
 	committed svcInputs
+	// status is what the committed computation installed (nil: nothing; guarded by p.mu).
+	status *serviceStatus
+}
+
+// statusOf returns what nn has installed, nil when nothing.
+func (p *Proxier) statusOf(nn types.NamespacedName) *serviceStatus {
+	if r := p.svcs[nn]; r != nil {
+		return r.status
+	}
+	return nil
 }
 
 // service returns nn's latest object, nil when it is gone.
@@ -50,7 +62,7 @@ func (p *Proxier) service(nn types.NamespacedName) *v1.Service {
 	return nil
 }
 
-// setService records nn's latest object (nil: the Service is gone).
+// setService records nn's latest object (nil: the Service is gone); p.mu held.
 func (p *Proxier) setService(nn types.NamespacedName, svc *v1.Service) {
 	r := p.svcs[nn]
 	switch {
@@ -63,11 +75,12 @@ func (p *Proxier) setService(nn types.NamespacedName, svc *v1.Service) {
 }
 
 // dropUnused forgets r, nn's record, once it holds nothing: the Service is gone and no
-// computation of it is committed. A gone Service's claims generation is 0.
+// computation of it is committed or installed; p.mu held. A gone Service's claims generation
+// is 0.
 func (p *Proxier) dropUnused(nn types.NamespacedName, r *svcRecord) {
 	if r.svc == nil {
 		r.claimGen = 0
-		if r.committed.svc == nil {
+		if r.committed.svc == nil && r.status == nil {
 			delete(p.svcs, nn)
 		}
 	}
@@ -76,8 +89,11 @@ func (p *Proxier) dropUnused(nn types.NamespacedName, r *svcRecord) {
 // bumpClaimGen moves nn's claims generation when the Service exists (a gone one has 0).
 func (p *Proxier) bumpClaimGen(nn types.NamespacedName) {
 	if r := p.svcs[nn]; r != nil {
-		r.claimGen++
-		p.dropUnused(nn, r)
+		if r.svc != nil {
+			r.claimGen++
+		} else {
+			r.claimGen = 0
+		}
 	}
 }
 
@@ -136,12 +152,9 @@ func (p *Proxier) markChanged(all bool) {
 	for nn := range p.svcs {
 		mark(nn)
 	}
-	for nn := range p.status {
-		mark(nn)
-	}
 }
 
-// commitInputs records the inputs the committed Services were computed from.
+// commitInputs records the inputs the committed Services were computed from; p.mu held.
 func (p *Proxier) commitInputs(in *syncInput, included []types.NamespacedName) {
 	for _, nn := range included {
 		ci := in.inputs[nn]

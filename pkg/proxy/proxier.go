@@ -44,8 +44,8 @@ type Proxier struct {
 	// Owned by whoever holds syncSem; never read by other goroutines.
 	syncNode  *v1.Node
 	syncPeers []netip.Addr
-	// svcs holds, per Service, its latest object, claims generation and committed inputs
-	// (svcRecord).
+	// svcs holds, per Service, its latest object, claims generation, committed inputs and
+	// status (svcRecord; the map is written under p.mu, status is guarded by it).
 	svcs           map[types.NamespacedName]*svcRecord
 	dirty          sets.Set[types.NamespacedName]
 	groups         *groupIDs
@@ -99,9 +99,7 @@ type Proxier struct {
 	// bridgeState is the bridge's reconciler: the installed state of the proxier's owners
 	// (and of the other writers of the bridge), written only by the syncSem holder's batches.
 	bridgeState *reconciler.Reconciler
-	// status is what each committed Service has installed: its ports and so its owners.
-	status   map[types.NamespacedName]*serviceStatus
-	problems map[types.NamespacedName]*ServiceProblem
+	problems    map[types.NamespacedName]*ServiceProblem
 	// earlyBase is set once InstallBaseFlows ran: the first bundle deletes what it installed.
 	earlyBase bool
 	// nodePortAddrs are the NodePort addresses of the committed base flows (NodePortAddresses).
@@ -135,7 +133,6 @@ func New(opts Options, bridge Bridge) (*Proxier, error) {
 		quarantine:     map[types.NamespacedName]*quarantined{},
 		baseDirty:      true,
 		peers:          map[string][]netip.Addr{},
-		status:         map[types.NamespacedName]*serviceStatus{},
 		problems:       map[types.NamespacedName]*ServiceProblem{},
 		claims:         newClaimIndex(),
 		budget:         newFlowBudget(opts.MaxFlowsPerService, opts.MaxFlows),

@@ -151,13 +151,17 @@ func (st *serviceStatus) portStatuses() []PortStatus {
 func (p *Proxier) Services() []ServiceStatus {
 	p.mu.Lock()
 	defer p.mu.Unlock()
-	out := make([]ServiceStatus, 0, len(p.status))
-	for nn, st := range p.status {
+	out := make([]ServiceStatus, 0, len(p.svcs))
+	for nn, r := range p.svcs {
+		st := r.status
+		if st == nil {
+			continue
+		}
 		out = append(out, ServiceStatus{Name: nn, Ports: st.portStatuses(), LastSync: *st.lastSync,
 			Problem: copyProblem(p.problems[nn])})
 	}
 	for nn, pr := range p.problems {
-		if p.status[nn] == nil {
+		if p.statusOf(nn) == nil {
 			out = append(out, ServiceStatus{Name: nn, Problem: copyProblem(pr)})
 		}
 	}
@@ -209,7 +213,7 @@ func (p *Proxier) ServiceFlows(nn types.NamespacedName) ([]of.Flow, []of.Group) 
 	defer p.mu.Unlock()
 	var flows []of.Flow
 	var groups []of.Group
-	for _, o := range p.status[nn].ownerList() {
+	for _, o := range p.statusOf(nn).ownerList() {
 		p.bridgeState.Read(func(st *reconciler.State) {
 			st.OwnerFlows(o, func(f *of.Flow) { flows = append(flows, *f) })
 			for _, g := range st.OwnerGroups(o) {

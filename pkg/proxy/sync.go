@@ -219,9 +219,11 @@ func (p *Proxier) gather(start time.Time, full bool) *syncInput {
 	cidrs, cidrGen := p.serviceCIDRs, p.cidrGen
 	p.mu.Unlock()
 	in.drained = p.track.Drain()
+	p.mu.Lock()
 	for nn, ch := range in.drained.ServiceChanges {
 		p.setService(nn, ch.Current)
 	}
+	p.mu.Unlock()
 	nodeChanged := p.noteNodeInputs()
 	// The flow budget is decided from counts before any claim or flow is built; a Service it
 	// refuses claims nothing and is computed as having no port.

@@ -48,7 +48,13 @@ func benchFirstSync(b *testing.B, workers int) {
 		}
 		cpu += cpuNow(b) - cpu0
 		b.StopTimer()
-		if n := len(p.svcOwners); n != 10000 {
+		n := 0
+		for _, r := range p.svcs {
+			if r.status != nil {
+				n++
+			}
+		}
+		if n != 10000 {
 			b.Fatalf("installed %d Services, want 10000", n)
 		}
 		heap += heapInUse() - before

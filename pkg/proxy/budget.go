@@ -155,12 +155,12 @@ func (b *flowBudget) perServiceMsg(cost int) string {
 
 // noteBudget brings the flow budget up to date with the Services of changed (all: every
 // Service, when the served families changed) and returns the Services whose admission changed
-// (on the sync goroutine, after p.services took the changes).
+// (on the sync goroutine, after p.svcs took the changes).
 func (p *Proxier) noteBudget(changed sets.Set[types.NamespacedName], all bool) []types.NamespacedName {
 	served := p.families()
 	flipped := sets.New[types.NamespacedName]()
 	note := func(nn types.NamespacedName) {
-		svc := p.services[nn]
+		svc := p.service(nn)
 		present := svc != nil
 		if present {
 			present, _ = model.ShouldSkipService(svc, p.opts.ServiceProxyName, p.opts.Skip)
@@ -178,12 +178,14 @@ func (p *Proxier) noteBudget(changed sets.Set[types.NamespacedName], all bool) [
 	}
 	if all {
 		for nn := range p.budget.entries {
-			if p.services[nn] == nil {
+			if p.service(nn) == nil {
 				note(nn)
 			}
 		}
-		for nn := range p.services {
-			note(nn)
+		for nn, r := range p.svcs {
+			if r.svc != nil {
+				note(nn)
+			}
 		}
 	} else {
 		for nn := range changed {

@@ -6,6 +6,7 @@ import (
 	"time"
 
 	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/apimachinery/pkg/util/sets"
 	"k8s.io/klog/v2"
 
 	"github.com/antrea-proxy/antrea-proxy/pkg/proxy/observe"
@@ -35,6 +36,9 @@ func (p *Proxier) commit(in *syncInput, pl *plan, rejected map[types.NamespacedN
 	}
 	p.commitInputs(in, pl.included)
 	now := p.opts.Clock.Now()
+	// One copy of the commit time, shared by the statuses made now.
+	committed := new(time.Time)
+	*committed = now
 	for _, nn := range pl.included {
 		p.dirty.Delete(nn)
 		delete(p.quarantine, nn)
@@ -43,21 +47,31 @@ func (p *Proxier) commit(in *syncInput, pl *plan, rejected map[types.NamespacedN
 		} else {
 			delete(p.addrIssues, nn)
 		}
-		old := p.status[nn]
+		old := p.statusOf(nn)
 		if len(pl.newOwners[nn]) == 0 {
-			delete(p.svcOwners, nn)
-			delete(p.status, nn)
+			if r := p.svcs[nn]; r != nil {
+				r.status = nil
+				p.dropUnused(nn, r)
+			}
 			if old != nil {
 				p.portsGen++
 			}
 			continue
 		}
-		p.svcOwners[nn] = pl.newOwners[nn]
-		st := p.makeStatus(in.computed[nn], now)
+		st := p.makeStatus(in.computed[nn], committed)
 		if old == nil || !samePorts(old.ports, st.ports) {
 			p.portsGen++
 		}
-		p.status[nn] = st
+		r := p.svcs[nn]
+		if r == nil {
+			r = &svcRecord{}
+			p.svcs[nn] = r
+		}
+		r.status = st
+	}
+	// A map keeps its table when emptied: after a large sync, a new set lets the old one go.
+	if len(p.dirty) == 0 {
+		p.dirty = sets.New[types.NamespacedName]()
 	}
 	p.quarantineRejected(rejected, now)
 	events := p.updateProblems(now)

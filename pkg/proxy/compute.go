@@ -81,7 +81,7 @@ func (c *computation) prepare(nn types.NamespacedName) {
 	}
 	c.names = append(c.names, nn)
 	j := svcJob{nn: nn}
-	if svc := p.services[nn]; svc != nil && !p.budget.isRefused(nn) {
+	if svc := p.service(nn); svc != nil && !p.budget.isRefused(nn) {
 		if skip, _ := model.ShouldSkipService(svc, p.opts.ServiceProxyName, p.opts.Skip); !skip {
 			ports := model.ServicePortsFromService(svc, model.ConvertOptions{
 				ProxyLoadBalancerIPs: p.opts.ProxyLoadBalancerIPs, Served: c.served})

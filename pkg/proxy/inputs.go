@@ -29,6 +29,74 @@ type svcInputs struct {
 	refused bool
 }
 
+// svcRecord is what the proxier keeps of one Service, in one record: its latest object, its
+// claims generation, the inputs of its last committed computation and what that installed. It
+// exists while the Service does and while a computation of it is committed. The sync goroutine
+// alone writes records and the map, the map and status under p.mu (Services reads them under
+// it); it reads them without.
+type svcRecord struct {
+	// svc is the Service's latest object (nil: gone, its removal not committed yet).
+	svc *v1.Service
+	// claimGen is the Service's claims generation (svcInputs.claims; 0 once it is gone).
+	claimGen uint64
+	// committed are the inputs its committed computation was made from (committed.svc nil:
+	// none).
+	committed svcInputs
+	// status is what the committed computation installed (nil: nothing; guarded by p.mu).
+	status *serviceStatus
+}
+
+// statusOf returns what nn has installed, nil when nothing.
+func (p *Proxier) statusOf(nn types.NamespacedName) *serviceStatus {
+	if r := p.svcs[nn]; r != nil {
+		return r.status
+	}
+	return nil
+}
+
+// service returns nn's latest object, nil when it is gone.
+func (p *Proxier) service(nn types.NamespacedName) *v1.Service {
+	if r := p.svcs[nn]; r != nil {
+		return r.svc
+	}
+	return nil
+}
+
+// setService records nn's latest object (nil: the Service is gone); p.mu held.
+func (p *Proxier) setService(nn types.NamespacedName, svc *v1.Service) {
+	r := p.svcs[nn]
+	switch {
+	case r != nil:
+		r.svc = svc
+		p.dropUnused(nn, r)
+	case svc != nil:
+		p.svcs[nn] = &svcRecord{svc: svc}
+	}
+}
+
+// dropUnused forgets r, nn's record, once it holds nothing: the Service is gone and no
+// computation of it is committed or installed; p.mu held. A gone Service's claims generation
+// is 0.
+func (p *Proxier) dropUnused(nn types.NamespacedName, r *svcRecord) {
+	if r.svc == nil {
+		r.claimGen = 0
+		if r.committed.svc == nil && r.status == nil {
+			delete(p.svcs, nn)
+		}
+	}
+}
+
+// bumpClaimGen moves nn's claims generation when the Service exists (a gone one has 0).
+func (p *Proxier) bumpClaimGen(nn types.NamespacedName) {
+	if r := p.svcs[nn]; r != nil {
+		if r.svc != nil {
+			r.claimGen++
+		} else {
+			r.claimGen = 0
+		}
+	}
+}
+
 // svcNodeInputs are the node-level inputs of every Service's flows: the IP families served,
 // the Node's zone (topology hints) and its InternalIPs (loadBalancerSourceRanges of the node's
 // own connections). The NodePort addresses only shape the base flows.
@@ -40,8 +108,11 @@ type svcNodeInputs struct {
 
 // inputsOf returns nn's inputs as of now (on the sync goroutine).
 func (p *Proxier) inputsOf(nn types.NamespacedName) svcInputs {
-	return svcInputs{svc: p.services[nn], slices: p.track.Endpoints.Generation(nn), node: p.svcNodeGen, claims: p.claimGen[nn],
-		refused: p.budget.isRefused(nn)}
+	in := svcInputs{slices: p.track.Endpoints.Generation(nn), node: p.svcNodeGen, refused: p.budget.isRefused(nn)}
+	if r := p.svcs[nn]; r != nil {
+		in.svc, in.claims = r.svc, r.claimGen
+	}
+	return in
 }
 
 // noteNodeInputs takes this sync's node-level Service inputs and reports whether they differ from
@@ -74,30 +145,36 @@ func (p *Proxier) markChanged(all bool) {
 		if p.dirty.Has(nn) {
 			return
 		}
-		if committed, ok := p.committedInputs[nn]; all || !ok || committed != p.inputsOf(nn) {
+		if committed := p.committedOf(nn); all || committed.svc == nil || committed != p.inputsOf(nn) {
 			p.dirty.Insert(nn)
 		}
 	}
-	for nn := range p.services {
-		mark(nn)
-	}
-	for nn := range p.svcOwners {
-		mark(nn)
-	}
-	for nn := range p.committedInputs {
+	for nn := range p.svcs {
 		mark(nn)
 	}
 }
 
-// commitInputs records the inputs the committed Services were computed from.
+// commitInputs records the inputs the committed Services were computed from; p.mu held.
 func (p *Proxier) commitInputs(in *syncInput, included []types.NamespacedName) {
 	for _, nn := range included {
-		if ci, ok := in.inputs[nn]; ok && ci.svc != nil {
-			p.committedInputs[nn] = ci
-		} else {
-			delete(p.committedInputs, nn)
+		ci := in.inputs[nn]
+		r := p.svcs[nn]
+		switch {
+		case r != nil:
+			r.committed = ci
+			p.dropUnused(nn, r)
+		case ci.svc != nil:
+			p.svcs[nn] = &svcRecord{committed: ci}
 		}
 	}
+}
+
+// committedOf returns the inputs of nn's committed computation (svc nil: none).
+func (p *Proxier) committedOf(nn types.NamespacedName) svcInputs {
+	if r := p.svcs[nn]; r != nil {
+		return r.committed
+	}
+	return svcInputs{}
 }
 
 // dirtyAll marks every Service of s dirty.

@@ -28,8 +28,8 @@ type plan struct {
 
 // buildPlan stages in's changes, leaving out the Services in exclude, in b (a batch over the
 // installed state, which it does not change); installed holds each Service's owners as
-// committed. It is pure.
-func buildPlan(b *reconciler.Batch, installed map[types.NamespacedName][]owner, in *syncInput, exclude sets.Set[types.NamespacedName]) *plan {
+// committed (in its status). It is pure.
+func buildPlan(b *reconciler.Batch, installed func(types.NamespacedName) *serviceStatus, in *syncInput, exclude sets.Set[types.NamespacedName]) *plan {
 	tx := b.Txn()
 	pl := &plan{newOwners: make(map[types.NamespacedName][]owner, len(in.names)),
 		included: make([]types.NamespacedName, 0, len(in.names))}
@@ -53,7 +53,7 @@ func buildPlan(b *reconciler.Batch, installed map[types.NamespacedName][]owner, 
 		if owners != nil {
 			pl.newOwners[nn] = owners
 		}
-		for _, o := range installed[nn] {
+		for _, o := range installed(nn).ownerList() {
 			if !slices.Contains(owners, o) {
 				tx.Delete(o)
 				pl.released = append(pl.released, o)
@@ -113,7 +113,7 @@ func (p *Proxier) planAndApply(ctx context.Context, in *syncInput) (*plan, map[t
 	rejected := map[types.NamespacedName]string{}
 	for {
 		b := p.bridgeState.Begin()
-		pl := buildPlan(b, p.svcOwners, in, exclude)
+		pl := buildPlan(b, p.statusOf, in, exclude)
 		if in.first {
 			b.Start(reconciler.KindNode)
 			b.Start(reconciler.KindServicePort)

@@ -42,21 +42,22 @@ type Proxier struct {
 	driftCheck chan struct{}
 
 	// Owned by whoever holds syncSem; never read by other goroutines.
-	syncNode       *v1.Node
-	syncPeers      []netip.Addr
-	services       map[types.NamespacedName]*v1.Service
+	syncNode  *v1.Node
+	syncPeers []netip.Addr
+	// svcs holds, per Service, its latest object, claims generation, committed inputs and
+	// status (svcRecord; the map is written under p.mu, status is guarded by it).
+	svcs           map[types.NamespacedName]*svcRecord
 	dirty          sets.Set[types.NamespacedName]
 	groups         *groupIDs
 	ownerEndpoints map[owner]selected // what each UDP owner's groups selected at its last sync
 	ctFailed       bool               // the last conntrack reconciliation failed somewhere
 	ownerMeta      map[owner]ownerInfo
 	quarantine     map[types.NamespacedName]*quarantined
-	// committedInputs are the inputs each committed Service was computed from; svcNode and
-	// svcNodeGen the node-level ones of the last sync and their generation (inputs.go).
-	committedInputs map[types.NamespacedName]svcInputs
-	svcNode         svcNodeInputs
-	svcNodeGen      uint64
-	walk            resyncWalk
+	// svcNode and svcNodeGen are the node-level inputs of the last sync and their generation
+	// (inputs.go).
+	svcNode    svcNodeInputs
+	svcNodeGen uint64
+	walk       resyncWalk
 	// recomputeAll makes full resyncs recompute every Service, whatever changed (benchmarks
 	// compare it with the default).
 	recomputeAll bool
@@ -72,9 +73,7 @@ type Proxier struct {
 	staleGroups  []uint32 // group IDs earlier runs' flows use, deleted by the first bundle
 	retry        *retryTimer
 	// claims decides which Service owns each (family, address, protocol, port) (claims.go);
-	// claimGen is each Service's claims generation (an input of its computation, svcInputs).
-	claims   *claimIndex
-	claimGen map[types.NamespacedName]uint64
+	claims *claimIndex
 	// budget decides, before anything is built, which Services may have flows (budget.go).
 	budget *flowBudget
 	// syncCIDRs are this sync's ServiceCIDRs (of generation syncCIDRGen); exempt the
@@ -100,8 +99,6 @@ type Proxier struct {
 	// bridgeState is the bridge's reconciler: the installed state of the proxier's owners
 	// (and of the other writers of the bridge), written only by the syncSem holder's batches.
 	bridgeState *reconciler.Reconciler
-	svcOwners   map[types.NamespacedName][]owner
-	status      map[types.NamespacedName]*serviceStatus
 	problems    map[types.NamespacedName]*ServiceProblem
 	// earlyBase is set once InstallBaseFlows ran: the first bundle deletes what it installed.
 	earlyBase bool
@@ -122,29 +119,25 @@ func New(opts Options, bridge Bridge) (*Proxier, error) {
 		return nil, err
 	}
 	p := &Proxier{
-		opts:            opts,
-		bridge:          bridge,
-		round:           opts.Round,
-		track:           tracker.New(),
-		syncSem:         make(chan struct{}, 1),
-		driftCheck:      make(chan struct{}, 1),
-		services:        map[types.NamespacedName]*v1.Service{},
-		dirty:           sets.New[types.NamespacedName](),
-		groups:          newGroupIDs(),
-		ownerEndpoints:  map[owner]selected{},
-		ownerMeta:       map[owner]ownerInfo{},
-		quarantine:      map[types.NamespacedName]*quarantined{},
-		committedInputs: map[types.NamespacedName]svcInputs{},
-		baseDirty:       true,
-		peers:           map[string][]netip.Addr{},
-		svcOwners:       map[types.NamespacedName][]owner{},
-		status:          map[types.NamespacedName]*serviceStatus{},
-		problems:        map[types.NamespacedName]*ServiceProblem{},
-		claims:          newClaimIndex(),
-		claimGen:        map[types.NamespacedName]uint64{},
-		budget:          newFlowBudget(opts.MaxFlowsPerService, opts.MaxFlows),
-		exempt:          map[types.NamespacedName][]netip.Addr{},
-		addrIssues:      map[types.NamespacedName][]addrIssue{},
+		opts:           opts,
+		bridge:         bridge,
+		round:          opts.Round,
+		track:          tracker.New(),
+		syncSem:        make(chan struct{}, 1),
+		driftCheck:     make(chan struct{}, 1),
+		svcs:           map[types.NamespacedName]*svcRecord{},
+		dirty:          sets.New[types.NamespacedName](),
+		groups:         newGroupIDs(),
+		ownerEndpoints: map[owner]selected{},
+		ownerMeta:      map[owner]ownerInfo{},
+		quarantine:     map[types.NamespacedName]*quarantined{},
+		baseDirty:      true,
+		peers:          map[string][]netip.Addr{},
+		problems:       map[types.NamespacedName]*ServiceProblem{},
+		claims:         newClaimIndex(),
+		budget:         newFlowBudget(opts.MaxFlowsPerService, opts.MaxFlows),
+		exempt:         map[types.NamespacedName][]netip.Addr{},
+		addrIssues:     map[types.NamespacedName][]addrIssue{},
 	}
 	if err := p.useReconciler(opts.Reconciler, bridge); err != nil {
 		return nil, err

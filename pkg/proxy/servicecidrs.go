@@ -70,7 +70,7 @@ func (p *Proxier) addrPolicy() model.AddrPolicy {
 
 // noteAddrInputs brings the claims index and the skipped ClusterIPs up to date with the
 // drained Service changes and this sync's ServiceCIDRs (on the sync goroutine, after
-// p.services took the changes), marks dirty every Service whose outcome may have changed, and
+// p.svcs took the changes), marks dirty every Service whose outcome may have changed, and
 // reports whether the node-level flows' inputs (the ServiceCIDRs, the exempted ClusterIPs)
 // changed.
 func (p *Proxier) noteAddrInputs(drained tracker.Drained, cidrs []netip.Prefix, cidrGen uint64) bool {
@@ -79,16 +79,19 @@ func (p *Proxier) noteAddrInputs(drained tracker.Drained, cidrs []netip.Prefix, 
 		base, all = true, true
 		p.syncCIDRs, p.syncCIDRGen = cidrs, cidrGen
 		// The policy changed: every Service's claims and refusals may have.
-		for nn, svc := range p.services {
+		for nn, r := range p.svcs {
+			if r.svc == nil {
+				continue
+			}
 			p.reclaim(nn)
-			if hasExternalAddrs(svc) {
-				p.claimGen[nn]++
+			if hasExternalAddrs(r.svc) {
+				r.claimGen++
 				p.dirty.Insert(nn)
 			}
 		}
 	}
 	for nn := range drained.ServiceChanges {
-		if !all || p.services[nn] == nil { // all: the Services still there were reclaimed above
+		if !all || p.service(nn) == nil { // all: the Services still there were reclaimed above
 			p.reclaim(nn)
 		}
 		if p.noteExempt(nn) {
@@ -102,7 +105,7 @@ func (p *Proxier) noteAddrInputs(drained tracker.Drained, cidrs []netip.Prefix, 
 // dirty, with a new claims generation, every Service whose outcome may have changed.
 func (p *Proxier) reclaim(nn types.NamespacedName) {
 	var claims []claim
-	svc := p.services[nn]
+	svc := p.service(nn)
 	if svc != nil && !p.budget.isRefused(nn) {
 		if skip, _ := model.ShouldSkipService(svc, p.opts.ServiceProxyName, p.opts.Skip); !skip {
 			claims = claimsOf(model.ServicePortsFromService(svc, model.ConvertOptions{
@@ -114,11 +117,7 @@ func (p *Proxier) reclaim(nn types.NamespacedName) {
 		created = svc.CreationTimestamp.Time
 	}
 	for _, a := range p.claims.set(nn, created, claims) {
-		if p.services[a] == nil {
-			delete(p.claimGen, a)
-		} else {
-			p.claimGen[a]++
-		}
+		p.bumpClaimGen(a)
 		p.dirty.Insert(a)
 	}
 }
@@ -128,7 +127,7 @@ func (p *Proxier) reclaim(nn types.NamespacedName) {
 // exempted addresses changed.
 func (p *Proxier) noteExempt(nn types.NamespacedName) bool {
 	var ips []netip.Addr
-	if svc := p.services[nn]; svc != nil {
+	if svc := p.service(nn); svc != nil {
 		if skip, _ := model.ShouldSkipService(svc, p.opts.ServiceProxyName, p.opts.Skip); skip {
 			ips = model.ClusterIPs(svc)
 		}

@@ -13,10 +13,44 @@ import (
 	"github.com/antrea-proxy/antrea-proxy/pkg/reconciler"
 )
 
-// serviceStatus is what was installed for one Service at its last sync.
+// serviceStatus is what was installed for one Service at its last sync: its ports, one per
+// owner (ownerList). lastSync is shared by the Services a sync committed.
 type serviceStatus struct {
-	ports    []PortStatus
-	lastSync time.Time
+	ports    []portStatus
+	lastSync *time.Time
+}
+
+// portStatus is a PortStatus as the proxier keeps it, one per installed Service port and
+// family: its numbers in 32 bits (PortStatus converts).
+type portStatus struct {
+	port                  model.ServicePort
+	cookie                uint64
+	groupID, localGroupID uint32
+	buckets, flows        uint32
+	// endpoints are EndpointCounts' Total, Local, Ready, Serving and Terminating.
+	endpoints [5]uint32
+	ipv6      bool
+}
+
+// PortStatus returns the PortStatus ps keeps.
+func (ps *portStatus) PortStatus() PortStatus {
+	e := ps.endpoints
+	return PortStatus{Port: ps.port, IPv6: ps.ipv6, GroupID: ps.groupID, LocalGroupID: ps.localGroupID,
+		Buckets: int(ps.buckets), Flows: int(ps.flows), Cookie: ps.cookie,
+		Endpoints: EndpointCounts{Total: int(e[0]), Local: int(e[1]), Ready: int(e[2]), Serving: int(e[3]), Terminating: int(e[4])}}
+}
+
+// ownerList returns st's owners, those of its ports in order (none for a nil st): a port's
+// owner is named after the port and its family (ownerOf), so it is not kept.
+func (st *serviceStatus) ownerList() []owner {
+	if st == nil {
+		return nil
+	}
+	out := make([]owner, len(st.ports))
+	for i := range st.ports {
+		out[i] = ownerOf(st.ports[i].port.Name, st.ports[i].ipv6)
+	}
+	return out
 }
 
 // PortStatus describes one Service port in one family as installed.
@@ -68,8 +102,9 @@ type ServiceProblem struct {
 	NextRetry time.Time
 }
 
-func (p *Proxier) makeStatus(want []desired, now time.Time) *serviceStatus {
-	st := &serviceStatus{lastSync: now}
+// makeStatus returns the status of a Service committed at *now with want.
+func (p *Proxier) makeStatus(want []desired, now *time.Time) *serviceStatus {
+	st := &serviceStatus{ports: make([]portStatus, 0, len(want)), lastSync: now}
 	flows := make([]int, len(want))
 	p.bridgeState.Read(func(s *reconciler.State) {
 		for i, d := range want {
@@ -77,28 +112,38 @@ func (p *Proxier) makeStatus(want []desired, now time.Time) *serviceStatus {
 		}
 	})
 	for i, d := range want {
-		ps := PortStatus{Port: d.port, IPv6: d.ipv6, Flows: flows[i]}
+		ps := portStatus{port: d.port, ipv6: d.ipv6, flows: uint32(flows[i])}
 		for _, ep := range d.endpoints {
 			if ep.IP.Is6() != d.ipv6 {
 				continue
 			}
-			ps.Endpoints.Total++
-			for _, c := range []struct {
-				set bool
-				n   *int
-			}{{ep.Local, &ps.Endpoints.Local}, {ep.Ready, &ps.Endpoints.Ready}, {ep.Serving, &ps.Endpoints.Serving}, {ep.Terminating, &ps.Endpoints.Terminating}} {
-				if c.set {
-					*c.n++
+			for k, set := range [...]bool{true, ep.Local, ep.Ready, ep.Serving, ep.Terminating} {
+				if set {
+					ps.endpoints[k]++
 				}
 			}
 		}
-		ps.GroupID, ps.LocalGroupID, ps.Buckets = groupsStatus(d)
+		var buckets int
+		ps.groupID, ps.localGroupID, buckets = groupsStatus(d)
+		ps.buckets = uint32(buckets)
 		if len(d.flows.Flows) > 0 {
-			ps.Cookie = d.flows.Flows[0].Cookie
+			ps.cookie = d.flows.Flows[0].Cookie
 		}
 		st.ports = append(st.ports, ps)
 	}
 	return st
+}
+
+// portStatuses returns the PortStatus of each of st's ports (nil for none).
+func (st *serviceStatus) portStatuses() []PortStatus {
+	if len(st.ports) == 0 {
+		return nil
+	}
+	out := make([]PortStatus, len(st.ports))
+	for i := range st.ports {
+		out[i] = st.ports[i].PortStatus()
+	}
+	return out
 }
 
 // Services returns the installed state of every programmed Service, and of every Service
@@ -106,13 +151,17 @@ func (p *Proxier) makeStatus(want []desired, now time.Time) *serviceStatus {
 func (p *Proxier) Services() []ServiceStatus {
 	p.mu.Lock()
 	defer p.mu.Unlock()
-	out := make([]ServiceStatus, 0, len(p.status))
-	for nn, st := range p.status {
-		out = append(out, ServiceStatus{Name: nn, Ports: append([]PortStatus(nil), st.ports...), LastSync: st.lastSync,
+	out := make([]ServiceStatus, 0, len(p.svcs))
+	for nn, r := range p.svcs {
+		st := r.status
+		if st == nil {
+			continue
+		}
+		out = append(out, ServiceStatus{Name: nn, Ports: st.portStatuses(), LastSync: *st.lastSync,
 			Problem: copyProblem(p.problems[nn])})
 	}
 	for nn, pr := range p.problems {
-		if p.status[nn] == nil {
+		if p.statusOf(nn) == nil {
 			out = append(out, ServiceStatus{Name: nn, Problem: copyProblem(pr)})
 		}
 	}
@@ -129,8 +178,8 @@ func copyProblem(pr *ServiceProblem) *ServiceProblem {
 
 // samePorts reports whether two statuses hold the same ports (definition and family, in order),
 // whatever their endpoints, groups and flows.
-func samePorts(a, b []PortStatus) bool {
-	return slices.EqualFunc(a, b, func(x, y PortStatus) bool { return x.IPv6 == y.IPv6 && x.Port.Equal(y.Port) })
+func samePorts(a, b []portStatus) bool {
+	return slices.EqualFunc(a, b, func(x, y portStatus) bool { return x.ipv6 == y.ipv6 && x.port.Equal(y.port) })
 }
 
 // PortsGeneration returns a number that changes whenever a sync changes what Services reports of
@@ -164,7 +213,7 @@ func (p *Proxier) ServiceFlows(nn types.NamespacedName) ([]of.Flow, []of.Group) 
 	defer p.mu.Unlock()
 	var flows []of.Flow
 	var groups []of.Group
-	for _, o := range p.svcOwners[nn] {
+	for _, o := range p.statusOf(nn).ownerList() {
 		p.bridgeState.Read(func(st *reconciler.State) {
 			st.OwnerFlows(o, func(f *of.Flow) { flows = append(flows, *f) })
 			for _, g := range st.OwnerGroups(o) {

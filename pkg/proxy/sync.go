@@ -219,13 +219,11 @@ func (p *Proxier) gather(start time.Time, full bool) *syncInput {
 	cidrs, cidrGen := p.serviceCIDRs, p.cidrGen
 	p.mu.Unlock()
 	in.drained = p.track.Drain()
+	p.mu.Lock()
 	for nn, ch := range in.drained.ServiceChanges {
-		if ch.Current == nil {
-			delete(p.services, nn)
-		} else {
-			p.services[nn] = ch.Current
-		}
+		p.setService(nn, ch.Current)
 	}
+	p.mu.Unlock()
 	nodeChanged := p.noteNodeInputs()
 	// The flow budget is decided from counts before any claim or flow is built; a Service it
 	// refuses claims nothing and is computed as having no port.
@@ -258,7 +256,7 @@ func (p *Proxier) gather(start time.Time, full bool) *syncInput {
 	in.issues = map[types.NamespacedName][]addrIssue{}
 	c := p.newComputation(n, len(p.dirty))
 	for _, nn := range sortedNames(p.dirty) {
-		if q := p.quarantine[nn]; q != nil && p.services[nn] != nil && !p.budget.isRefused(nn) && start.Before(q.next) {
+		if q := p.quarantine[nn]; q != nil && p.service(nn) != nil && !p.budget.isRefused(nn) && start.Before(q.next) {
 			continue
 		}
 		in.inputs[nn] = p.inputsOf(nn)

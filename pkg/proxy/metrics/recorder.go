@@ -45,9 +45,10 @@ type Recorder struct {
 	ctFailures          prometheus.Counter
 
 	mu sync.Mutex
-	// installed is the last summary of every installed Service; totals is their sum.
-	installed map[types.NamespacedName]observe.ServiceSummary
-	totals    observe.ServiceSummary
+	// installed holds, for every installed Service, the counts of its last summary that the
+	// gauges sum (what a new summary of the Service replaces); totals is their sum.
+	installed map[types.NamespacedName]counts
+	totals    totals
 	// retained holds trigger times of failed syncs: they are observed when a sync succeeds.
 	retained map[types.NamespacedName][]time.Time
 }
@@ -63,7 +64,7 @@ func NewRecorder(clk clock.PassiveClock) *Recorder {
 	r := &Recorder{
 		clock:     clk,
 		registry:  prometheus.NewRegistry(),
-		installed: map[types.NamespacedName]observe.ServiceSummary{},
+		installed: map[types.NamespacedName]counts{},
 		retained:  map[types.NamespacedName][]time.Time{},
 	}
 	syncBuckets := prometheus.ExponentialBuckets(0.001, 2, 15)
@@ -181,34 +182,45 @@ func (r *Recorder) SyncDone(res observe.SyncResult) {
 		observe(nn, t)
 	}
 	for nn, s := range res.Services {
-		subSummary(&r.totals, r.installed[nn])
+		r.totals.add(r.installed[nn], -1)
 		if s == nil {
 			delete(r.installed, nn)
 			continue
 		}
-		r.installed[nn] = *s
-		addSummary(&r.totals, *s)
+		c := countsOf(s)
+		r.installed[nn] = c
+		r.totals.add(c, 1)
 	}
 	r.services.Set(float64(len(r.installed)))
-	r.endpoints.Set(float64(r.totals.Endpoints))
-	r.noLocal.WithLabelValues(TrafficPolicyInternal).Set(float64(r.totals.NoLocalInternal))
-	r.noLocal.WithLabelValues(TrafficPolicyExternal).Set(float64(r.totals.NoLocalExternal))
+	r.endpoints.Set(float64(r.totals.endpoints))
+	r.noLocal.WithLabelValues(TrafficPolicyInternal).Set(float64(r.totals.noLocalInternal))
+	r.noLocal.WithLabelValues(TrafficPolicyExternal).Set(float64(r.totals.noLocalExternal))
 	r.flows.Set(float64(res.Flows))
 	r.groups.Set(float64(res.Groups))
 }
 
-func addSummary(s *observe.ServiceSummary, o observe.ServiceSummary) {
-	s.Ports += o.Ports
-	s.Endpoints += o.Endpoints
-	s.NoLocalInternal += o.NoLocalInternal
-	s.NoLocalExternal += o.NoLocalExternal
+// counts are the numbers of one Service's summary that the gauges sum (ServiceSummary's
+// Endpoints, NoLocalInternal and NoLocalExternal), kept small: the Recorder holds one per
+// installed Service.
+type counts struct {
+	endpoints, noLocalInternal, noLocalExternal uint32
 }
 
-func subSummary(s *observe.ServiceSummary, o observe.ServiceSummary) {
-	s.Ports -= o.Ports
-	s.Endpoints -= o.Endpoints
-	s.NoLocalInternal -= o.NoLocalInternal
-	s.NoLocalExternal -= o.NoLocalExternal
+func countsOf(s *observe.ServiceSummary) counts {
+	return counts{endpoints: uint32(s.Endpoints), noLocalInternal: uint32(s.NoLocalInternal),
+		noLocalExternal: uint32(s.NoLocalExternal)}
+}
+
+// totals are the sums of the installed Services' counts.
+type totals struct {
+	endpoints, noLocalInternal, noLocalExternal int64
+}
+
+// add adds c to t sign times (1: a Service's new counts, -1: the counts it replaces).
+func (t *totals) add(c counts, sign int64) {
+	t.endpoints += sign * int64(c.endpoints)
+	t.noLocalInternal += sign * int64(c.noLocalInternal)
+	t.noLocalExternal += sign * int64(c.noLocalExternal)
 }
 
 func unixSeconds(t time.Time) float64 { return float64(t.UnixNano()) / 1e9 }

@@ -24,15 +24,22 @@ import (
 // heap; a collection then comes after half the live heap was allocated instead of all of it.
 const steadyGCPercent = 50
 
-// startupRelease returns the memory of the first full sync to the OS once it is installed and
-// then sets the steady GC percent.
+// startupRelease returns start-up memory to the OS twice: once the first full sync is
+// installed (and it then sets the steady GC percent), and once the agent is at rest, at the
+// first later full sync that recomputed nothing.
 //
-// The runtime's scavenger returns free pages only down to the current heap goal, so without a
-// release the process would keep the peak's size while at rest. One forced collection that
+// The runtime's scavenger returns free pages only down to the current heap goal, and at rest
+// the agent allocates too little to reach that goal and collect, so without a release the
+// process would keep the size of its busiest moment while at rest. One forced collection that
 // returns every free page (debug.FreeOSMemory) brings the resident size back to what the agent
-// holds. It runs once, off the sync goroutine; later syncs are incremental and small.
+// holds. The first release drops the first sync's peak; the second what start-up left after it:
+// the initial lists, the first reads of the agent API (a service map of every Service), the
+// syncs of the EndpointSlices that arrived late. Each runs once, off the sync goroutine; later
+// syncs are incremental and small.
 type startupRelease struct {
-	once    sync.Once
+	mu sync.Mutex
+	// stage counts the releases done: 0, 1 (after the first full sync) or 2 (at rest).
+	stage   int
 	release func()
 	// spawn runs release off the sync goroutine.
 	spawn func(func())
@@ -55,18 +62,32 @@ func (*startupRelease) QueuedUpdate() {}
 func (*startupRelease) NodeUpdated(*v1.Node) {}
 
 // SyncDone sets the steady GC percent and releases memory after the first successful full
-// sync.
+// sync, and releases again after the first successful full sync after it that changed nothing.
 func (r *startupRelease) SyncDone(res observe.SyncResult) {
 	if res.Err != nil || !res.Full {
 		return
 	}
-	r.once.Do(func() {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	switch {
+	case r.stage == 0:
 		if r.setGCPercent != nil {
 			prev := r.setGCPercent(steadyGCPercent)
 			klog.InfoS("Steady GC percent set after the first full sync", "gcPercent", steadyGCPercent, "previous", prev)
 		}
-		r.spawn(r.release)
-	})
+	case r.stage == 1 && atRest(res):
+		klog.InfoS("At rest after start-up: returning its free memory to the OS")
+	default:
+		return
+	}
+	r.stage++
+	r.spawn(r.release)
+}
+
+// atRest reports whether a sync recomputed nothing: no Service or EndpointSlice change drained,
+// no Service recomputed.
+func atRest(res observe.SyncResult) bool {
+	return res.ServiceChanges == 0 && res.EndpointChanges == 0 && len(res.Services) == 0
 }
 
 // releaseMemory collects and returns every free page to the OS, and logs the heap around it.
@@ -76,7 +97,7 @@ func releaseMemory() {
 	debug.FreeOSMemory()
 	runtime.ReadMemStats(&after)
 	const mb = 1 << 20
-	klog.InfoS("Returned the first full sync's free memory to the OS",
+	klog.InfoS("Returned free memory to the OS",
 		"heapInUseMB", after.HeapInuse/mb, "heapHeldBeforeMB", (before.HeapSys-before.HeapReleased)/mb,
 		"heapHeldAfterMB", (after.HeapSys-after.HeapReleased)/mb)
 }

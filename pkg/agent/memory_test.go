@@ -4,12 +4,15 @@ import (
 	"errors"
 	"testing"
 
+	"k8s.io/apimachinery/pkg/types"
+
 	"github.com/antrea-proxy/antrea-proxy/pkg/proxy/observe"
 )
 
-// TestStartupReleaseOnceAfterFirstFullSync: the first successful full sync sets the steady GC
-// percent and releases; nothing before it or after it does.
-func TestStartupReleaseOnceAfterFirstFullSync(t *testing.T) {
+// TestStartupReleaseAfterFirstFullSyncAndAtRest: the first successful full sync sets the
+// steady GC percent and releases; the first later full sync that recomputed nothing releases
+// once more; nothing before, between or after does.
+func TestStartupReleaseAfterFirstFullSyncAndAtRest(t *testing.T) {
 	released := 0
 	var percents []int
 	r := &startupRelease{release: func() { released++ }, spawn: func(f func()) { f() },
@@ -19,14 +22,25 @@ func TestStartupReleaseOnceAfterFirstFullSync(t *testing.T) {
 	if released != 0 || len(percents) != 0 {
 		t.Fatalf("released %d times, GC percents %v before a successful full sync", released, percents)
 	}
-	r.SyncDone(observe.SyncResult{Full: true})
+	r.SyncDone(observe.SyncResult{Full: true, Services: map[types.NamespacedName]*observe.ServiceSummary{{Name: "a"}: {}}})
 	if released != 1 || len(percents) != 1 || percents[0] != steadyGCPercent {
 		t.Fatalf("after the first full sync: released %d times, GC percents %v; want 1 and [%d]", released, percents, steadyGCPercent)
 	}
+	r.SyncDone(observe.SyncResult{Full: true, EndpointChanges: 3})
+	r.SyncDone(observe.SyncResult{Full: true, Services: map[types.NamespacedName]*observe.ServiceSummary{{Name: "b"}: nil}})
+	r.SyncDone(observe.SyncResult{Full: false})
+	r.SyncDone(observe.SyncResult{Full: true, Err: errors.New("bundle refused")})
+	if released != 1 {
+		t.Fatalf("full syncs that recomputed something: released %d times, want 1", released)
+	}
+	r.SyncDone(observe.SyncResult{Full: true})
+	if released != 2 || len(percents) != 1 {
+		t.Fatalf("the first full sync at rest: released %d times, GC percents %v; want 2 and one", released, percents)
+	}
 	r.SyncDone(observe.SyncResult{Full: true})
 	r.SyncDone(observe.SyncResult{Full: false})
-	if released != 1 || len(percents) != 1 {
-		t.Fatalf("later syncs: released %d times, GC percents %v; want 1 and one", released, percents)
+	if released != 2 || len(percents) != 1 {
+		t.Fatalf("later syncs: released %d times, GC percents %v; want 2 and one", released, percents)
 	}
 }
 

@@ -29,8 +29,12 @@ func newInformerFactory(client kubernetes.Interface) informers.SharedInformerFac
 //     annotation (every other annotation and label is kept: the project's own Service
 //     annotations of pkg/lbapi, the endpoints' last-change-trigger-time, and whatever a change
 //     tracker compares);
-//   - EndpointSlices: metadata.ownerReferences (the proxier finds a slice's Service by its
-//     kubernetes.io/service-name label);
+//   - Services: spec.selector (EndpointSlices carry the endpoints; nothing in the agent selects
+//     Pods);
+//   - EndpointSlices: metadata.ownerReferences, uid and generateName (the proxier finds a
+//     slice's Service by its kubernetes.io/service-name label and keys it by namespace and
+//     name);
+//   - Services and EndpointSlices share one copy of each namespace string;
 //   - EndpointSlice endpoints: targetRef, hostname and deprecatedTopology (the proxier reads
 //     addresses, conditions, nodeName, zone and hints); the nodeName and zone strings of all
 //     endpoints share one copy per distinct value, and the condition booleans one true and one
@@ -60,11 +64,13 @@ func newTrimmer() *trimmer {
 func (t *trimmer) transform(obj any) (any, error) {
 	switch o := obj.(type) {
 	case *v1.Service:
-		o.ManagedFields = nil
+		o.ManagedFields, o.Spec.Selector = nil, nil
 		delete(o.Annotations, lastAppliedAnnotation)
+		o.Namespace = t.internValue(o.Namespace)
 	case *discovery.EndpointSlice:
-		o.ManagedFields, o.OwnerReferences = nil, nil
+		o.ManagedFields, o.OwnerReferences, o.UID, o.GenerateName = nil, nil, "", ""
 		delete(o.Annotations, lastAppliedAnnotation)
+		o.Namespace = t.internValue(o.Namespace)
 		o.Endpoints = t.trimEndpoints(o.Endpoints)
 	case *v1.Node:
 		o.ManagedFields = nil
@@ -108,6 +114,13 @@ func (t *trimmer) intern(s *string) *string {
 	}
 	t.strs[*s] = s
 	return s
+}
+
+// internValue returns the shared copy of s, as intern does.
+func (t *trimmer) internValue(s string) string {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	return *t.intern(&s)
 }
 
 func (t *trimmer) boolean(b *bool) *bool {

@@ -6,8 +6,10 @@ import (
 	"fmt"
 	"reflect"
 	"runtime"
+	"strings"
 	"testing"
 	"time"
+	"unsafe"
 
 	v1 "k8s.io/api/core/v1"
 	discovery "k8s.io/api/discovery/v1"
@@ -81,7 +83,9 @@ func TestTrimmerService(t *testing.T) {
 func TestTrimmerEndpointSlice(t *testing.T) {
 	tr := newTrimmer()
 	a, _ := tr.transform(trimTestSlice("web-1"))
-	b, _ := tr.transform(trimTestSlice("web-2"))
+	second := trimTestSlice("web-2")
+	second.Namespace = strings.Clone(second.Namespace) // as decoded: its own copy
+	b, _ := tr.transform(second)
 	sa, sb := a.(*discovery.EndpointSlice), b.(*discovery.EndpointSlice)
 	if sa.ManagedFields != nil || sa.Annotations[lastAppliedAnnotation] != "" {
 		t.Errorf("managedFields or last-applied kept: %v %v", sa.ManagedFields, sa.Annotations)
@@ -102,6 +106,9 @@ func TestTrimmerEndpointSlice(t *testing.T) {
 	c0, c1 := e0.Conditions, e1.Conditions
 	if !*c0.Ready || *c0.Serving || c0.Terminating != nil || *c1.Ready || c1.Serving != nil || !*c1.Terminating {
 		t.Errorf("conditions changed: %+v %+v", c0, c1)
+	}
+	if unsafeStringData(sa.Namespace) != unsafeStringData(sb.Namespace) {
+		t.Error("the namespace strings of two slices are not one copy")
 	}
 	// Equal values share one copy, across endpoints and slices.
 	if e0.NodeName != e1.NodeName || e0.NodeName != sb.Endpoints[0].NodeName || c0.Ready != sb.Endpoints[0].Conditions.Ready || c0.Serving != c1.Ready {
@@ -190,8 +197,9 @@ func TestTrimmerKeepsEverythingElse(t *testing.T) {
 	svc.UID, svc.ResourceVersion = "uid-1", "42"
 	svc.Spec.Type, svc.Spec.ExternalIPs = v1.ServiceTypeLoadBalancer, []string{"192.0.2.1"}
 	svc.Status.LoadBalancer.Ingress = []v1.LoadBalancerIngress{{IP: "192.0.2.2"}}
+	svc.Spec.Selector = map[string]string{"app": "web"}
 	want := svc.DeepCopy()
-	want.ManagedFields = nil
+	want.ManagedFields, want.Spec.Selector = nil, nil
 	delete(want.Annotations, lastAppliedAnnotation)
 	got, err := newTrimmer().transform(svc)
 	if err != nil {
@@ -202,12 +210,12 @@ func TestTrimmerKeepsEverythingElse(t *testing.T) {
 	}
 
 	slice := trimTestSlice("web-1")
-	slice.UID, slice.ResourceVersion = "uid-2", "43"
+	slice.UID, slice.ResourceVersion, slice.GenerateName = "uid-2", "43", "web-"
 	grown := make([]discovery.Endpoint, len(slice.Endpoints), 16)
 	copy(grown, slice.Endpoints)
 	slice.Endpoints = grown
 	wantSlice := slice.DeepCopy()
-	wantSlice.ManagedFields, wantSlice.OwnerReferences = nil, nil
+	wantSlice.ManagedFields, wantSlice.OwnerReferences, wantSlice.UID, wantSlice.GenerateName = nil, nil, "", ""
 	delete(wantSlice.Annotations, lastAppliedAnnotation)
 	for i := range wantSlice.Endpoints {
 		e := &wantSlice.Endpoints[i]
@@ -268,3 +276,6 @@ func BenchmarkTrimmedSlices10k(b *testing.B) {
 	}
 	b.ReportMetric(float64(total)/float64(b.N)/(1<<20), "heap-MB")
 }
+
+// unsafeStringData is where s's bytes are: equal for one shared copy.
+func unsafeStringData(s string) *byte { return unsafe.StringData(s) }

@@ -129,6 +129,7 @@ func runSize(t *testing.T, cfg config, n int, progress func(string, ...any)) siz
 	measureStart(t, sb, sides, res, svcs, progress)
 	prof := newProfiler(sb.Nodes[0].API, cfg.Results, n)
 	measureMemory(t, ctx, sides, res, prof, progress)
+	waitAtRest(t, ctx, sides, progress)
 	cpuProf := make(chan error, 1)
 	go func() { cpuProf <- prof.saveCPU(ctx, cfg.Idle) }()
 	measureIdle(t, sides, res, cfg.Idle, progress)
@@ -299,6 +300,35 @@ func measureMemory(t *testing.T, ctx context.Context, sides []*side, res []*resu
 	}
 	progress("RSS %s; agent heap in use %.0f MB, ovs-vswitchd RSS %.0f MB; profiles in %s",
 		perSide(sides, res, func(r *result) string { return fmt.Sprintf("%.0f MB", r.RSS) }), res[0].HeapInUse, res[0].OVSRSS, prof.dir)
+}
+
+// atRestTimeout bounds the wait for a proxy's next full sync: both resync every 30 s.
+const atRestTimeout = 2 * time.Minute
+
+// waitAtRest waits until every proxy has run one more full sync since the memory was read (a
+// periodic resync, 30 s apart on both): start-up is then over (the agent returns its start-up
+// memory at that point), and the idle window measures a proxy at rest, not the tail of its
+// start.
+func waitAtRest(t *testing.T, ctx context.Context, sides []*side, progress func(string, ...any)) {
+	progress("idle CPU: waiting for each proxy's next full sync (start-up over)")
+	const name = "sync_full_proxy_rules_duration_seconds"
+	for _, s := range sides {
+		h, err := s.hist(ctx, name)
+		if err != nil {
+			t.Fatalf("%s metrics: %v", s.Name, err)
+		}
+		before := h.Count
+		err = pollUntil(atRestTimeout, 500*time.Millisecond, func() (bool, string) {
+			h, err := s.hist(ctx, name)
+			if err != nil {
+				return false, err.Error()
+			}
+			return h.Count > before, fmt.Sprintf("%s: %.0f full syncs, none since %.0f", s.Name, h.Count, before)
+		})
+		if err != nil {
+			t.Fatalf("waiting for a full sync: %v", err)
+		}
+	}
 }
 
 // measureIdle takes the CPU time of the proxies and of the agent node's ovs-vswitchd over

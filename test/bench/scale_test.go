@@ -305,14 +305,14 @@ func measureMemory(t *testing.T, ctx context.Context, sides []*side, res []*resu
 // atRestTimeout bounds the wait for a proxy's next full sync: both resync every 30 s.
 const atRestTimeout = 2 * time.Minute
 
-// waitAtRest waits until every proxy has run one more full sync since the memory was read (a
-// periodic resync, 30 s apart on both): start-up is then over (the agent returns its start-up
-// memory at that point), and the idle window measures a proxy at rest, not the tail of its
-// start.
+// waitAtRest waits until every proxy has run one more periodic resync since the memory was read
+// (30 s apart on both): start-up is then over (the agent returns its start-up memory at its
+// first full sync that recomputes nothing), and the idle window measures a proxy at rest, not
+// the tail of its start.
 func waitAtRest(t *testing.T, ctx context.Context, sides []*side, progress func(string, ...any)) {
-	progress("idle CPU: waiting for each proxy's next full sync (start-up over)")
-	const name = "sync_full_proxy_rules_duration_seconds"
+	progress("idle CPU: waiting for each proxy's next periodic resync (start-up over)")
 	for _, s := range sides {
+		name := s.PeriodicSync
 		h, err := s.hist(ctx, name)
 		if err != nil {
 			t.Fatalf("%s metrics: %v", s.Name, err)
@@ -323,10 +323,10 @@ func waitAtRest(t *testing.T, ctx context.Context, sides []*side, progress func(
 			if err != nil {
 				return false, err.Error()
 			}
-			return h.Count > before, fmt.Sprintf("%s: %.0f full syncs, none since %.0f", s.Name, h.Count, before)
+			return h.Count > before, fmt.Sprintf("%s: %.0f syncs in %s, none since %.0f", s.Name, h.Count, name, before)
 		})
 		if err != nil {
-			t.Fatalf("waiting for a full sync: %v", err)
+			t.Fatalf("waiting for a periodic resync: %v", err)
 		}
 	}
 }

@@ -22,6 +22,9 @@ type side struct {
 	Node *framework.Node
 	// Prefix starts its metric names ("antrea_proxy_" or "kubeproxy_").
 	Prefix string
+	// PeriodicSync (without the prefix) is the histogram its periodic resync is observed in:
+	// the agent's resync is a full sync; kube-proxy's nftables resync is not.
+	PeriodicSync string
 	// programmed reports whether every Service of svcs is programmed (and if not, what is
 	// missing); err is for a check that could not look (to be retried).
 	programmed func(ctx context.Context, svcs []benchService) (ok bool, missing string, err error)
@@ -50,7 +53,8 @@ func (s *side) hist(ctx context.Context, name string) (histogram, error) {
 // Service with a group of all its endpoints; a change is in OVS when the Service's group (read
 // with `ovs-ofctl dump-groups <bridge> <id>`) holds the new endpoint.
 func antreaSide(n *framework.Node, k int) *side {
-	s := &side{Name: "antrea-agent", Node: n, Prefix: framework.AntreaProxyMetricsPrefix, locators: map[string]string{}}
+	s := &side{Name: "antrea-agent", Node: n, Prefix: framework.AntreaProxyMetricsPrefix, PeriodicSync: "sync_full_proxy_rules_duration_seconds",
+		locators: map[string]string{}}
 	s.programmed = func(ctx context.Context, svcs []benchService) (bool, string, error) {
 		info, err := n.API.AgentInfo(ctx)
 		if err != nil {
@@ -101,7 +105,8 @@ var kubeProxyServiceRE = regexp.MustCompile(`(\d+\.\d+\.\d+\.\d+) \. tcp \. 80 :
 // kubeProxySide is the kube-proxy node: programmed when its ruleset maps every ClusterIP; a change is programmed when a netlink read of the Service's
 // chain (chainHolds) finds the new endpoint in it.
 func kubeProxySide(n *framework.Node) *side {
-	s := &side{Name: "kube-proxy", Node: n, Prefix: framework.KubeProxyMetricsPrefix, locators: map[string]string{}}
+	s := &side{Name: "kube-proxy", Node: n, Prefix: framework.KubeProxyMetricsPrefix, PeriodicSync: "sync_proxy_rules_duration_seconds",
+		locators: map[string]string{}}
 	s.programmed = func(ctx context.Context, svcs []benchService) (bool, string, error) {
 		rs, err := n.KubeProxyRuleset()
 		if err != nil {

@@ -22,8 +22,9 @@ type side struct {
 	Node *framework.Node
 	// Prefix starts its metric names ("antrea_proxy_" or "kubeproxy_").
 	Prefix string
-	// PeriodicSync (without the prefix) is the histogram its periodic resync is observed in:
-	// the agent's resync is a full sync; kube-proxy's nftables resync is not.
+	// PeriodicSync (without the prefix) is the histogram its periodic resync is observed in
+	// (the agent's is a full sync); "" when it has none: kube-proxy v1.37 nftables does not
+	// sync while nothing changes.
 	PeriodicSync string
 	// programmed reports whether every Service of svcs is programmed (and if not, what is
 	// missing); err is for a check that could not look (to be retried).
@@ -105,8 +106,7 @@ var kubeProxyServiceRE = regexp.MustCompile(`(\d+\.\d+\.\d+\.\d+) \. tcp \. 80 :
 // kubeProxySide is the kube-proxy node: programmed when its ruleset maps every ClusterIP; a change is programmed when a netlink read of the Service's
 // chain (chainHolds) finds the new endpoint in it.
 func kubeProxySide(n *framework.Node) *side {
-	s := &side{Name: "kube-proxy", Node: n, Prefix: framework.KubeProxyMetricsPrefix, PeriodicSync: "sync_proxy_rules_duration_seconds",
-		locators: map[string]string{}}
+	s := &side{Name: "kube-proxy", Node: n, Prefix: framework.KubeProxyMetricsPrefix, locators: map[string]string{}}
 	s.programmed = func(ctx context.Context, svcs []benchService) (bool, string, error) {
 		rs, err := n.KubeProxyRuleset()
 		if err != nil {

@@ -50,13 +50,6 @@ func parseMatchToken(m *Match, key, val string, hasVal bool, tok string) error {
 		return nil
 	}
 	var err error
-	// ext returns m's extra fields, which parsing gives m alone.
-	ext := func() *MatchExtra {
-		if m.Extra == nil {
-			m.Extra = &MatchExtra{}
-		}
-		return m.Extra
-	}
 	switch key {
 	case "in_port":
 		m.InPort, err = parsePort(val)
@@ -68,10 +61,6 @@ func parseMatchToken(m *Match, key, val string, hasVal bool, tok string) error {
 		var v uint8
 		v, err = parseUint8(val)
 		m.IPProto = IPProto(v)
-	case "dl_src", "eth_src":
-		ext().EthSrc, err = parseMAC(val)
-	case "dl_dst", "eth_dst":
-		ext().EthDst, err = parseMAC(val)
 	case "nw_src", "ip_src":
 		m.Src, err = parsePrefix(val, false)
 	case "nw_dst", "ip_dst":
@@ -80,6 +69,57 @@ func parseMatchToken(m *Match, key, val string, hasVal bool, tok string) error {
 		m.Src, err = parsePrefix(val, true)
 	case "ipv6_dst":
 		m.Dst, err = parsePrefix(val, true)
+	case "tp_src", "tcp_src", "udp_src", "sctp_src":
+		v, mask, masked := strings.Cut(val, "/")
+		if m.TpSrc, err = parseUint16(v); err == nil && masked {
+			m.TpSrcMask, err = parseUint16(mask)
+			m.TpSrc &= m.TpSrcMask
+			if m.TpSrcMask == 0xffff {
+				m.TpSrcMask = 0
+			}
+		}
+	case "tp_dst", "tcp_dst", "udp_dst", "sctp_dst":
+		m.TpDst, err = parseUint16(val)
+	case "ct_state":
+		var s CtState
+		s, err = parseCtState(val)
+		m.CtState = &s
+	case "ct_mark":
+		var v Masked32
+		v, err = parseMasked32(val)
+		m.CtMark = &v
+	case "pkt_mark":
+		var v Masked32
+		v, err = parseMasked32(val)
+		m.PktMark = &v
+	default:
+		var ok bool
+		if ok, err = parseExtraToken(m, key, val); !ok {
+			return parseRegToken(m, key, val, tok)
+		}
+	}
+	if err != nil {
+		return tokErr(tok, "%v", err)
+	}
+	return nil
+}
+
+// parseExtraToken parses a match token of a rarely matched field (Match.Extra: Ethernet
+// addresses, ARP, ND, ICMP type and code, TCP flags) into m; ok is false for another key, and
+// m is then unchanged.
+func parseExtraToken(m *Match, key, val string) (ok bool, err error) {
+	// ext returns m's extra fields, which parsing gives m alone.
+	ext := func() *MatchExtra {
+		if m.Extra == nil {
+			m.Extra = &MatchExtra{}
+		}
+		return m.Extra
+	}
+	switch key {
+	case "dl_src", "eth_src":
+		ext().EthSrc, err = parseMAC(val)
+	case "dl_dst", "eth_dst":
+		ext().EthDst, err = parseMAC(val)
 	case "arp_tpa":
 		var p netip.Prefix
 		p, err = parsePrefix(val, false)
@@ -107,40 +147,14 @@ func parseMatchToken(m *Match, key, val string, hasVal bool, tok string) error {
 		var v uint8
 		v, err = parseUint8(val)
 		ext().ICMPCode = &v
-	case "tp_src", "tcp_src", "udp_src", "sctp_src":
-		v, mask, masked := strings.Cut(val, "/")
-		if m.TpSrc, err = parseUint16(v); err == nil && masked {
-			m.TpSrcMask, err = parseUint16(mask)
-			m.TpSrc &= m.TpSrcMask
-			if m.TpSrcMask == 0xffff {
-				m.TpSrcMask = 0
-			}
-		}
-	case "tp_dst", "tcp_dst", "udp_dst", "sctp_dst":
-		m.TpDst, err = parseUint16(val)
 	case "tcp_flags":
 		var f TCPFlags
 		f, err = parseTCPFlags(val)
 		ext().TCPFlags = &f
-	case "ct_state":
-		var s CtState
-		s, err = parseCtState(val)
-		m.CtState = &s
-	case "ct_mark":
-		var v Masked32
-		v, err = parseMasked32(val)
-		m.CtMark = &v
-	case "pkt_mark":
-		var v Masked32
-		v, err = parseMasked32(val)
-		m.PktMark = &v
 	default:
-		return parseRegToken(m, key, val, tok)
+		return false, nil
 	}
-	if err != nil {
-		return tokErr(tok, "%v", err)
-	}
-	return nil
+	return true, err
 }
 
 // parseRegToken parses regN=... and xxregN=... matches.

@@ -14,6 +14,7 @@ import (
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/client-go/kubernetes/fake"
+	coordinationclient "k8s.io/client-go/kubernetes/typed/coordination/v1"
 	k8stesting "k8s.io/client-go/testing"
 	"k8s.io/utils/clock"
 	clocktesting "k8s.io/utils/clock/testing"
@@ -136,16 +137,21 @@ func TestAnnouncerLeaseRenewalIsOneUpdate(t *testing.T) {
 	require.Empty(t, verbs(), "nothing is written after the release")
 }
 
+// idleRenewingLease is a healthy node's Lease on a fake clock: 2 s renewed every 500 ms while
+// busy, every 5 s while idle.
+func idleRenewingLease() (*AnnouncerLease, coordinationclient.LeaseInterface, *clocktesting.FakeClock) {
+	clk := clocktesting.NewFakeClock(time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC))
+	cfg := config.AnnouncerConfig{LeaseDuration: config.Duration{Duration: 2 * time.Second},
+		RenewInterval: config.Duration{Duration: 500 * time.Millisecond}, IdleRenewInterval: &config.Duration{Duration: 5 * time.Second}}
+	leases := fake.NewClientset().CoordinationV1().Leases("kube-system")
+	return NewAnnouncerLease(leases, "n1", cfg, func() bool { return true }, clk), leases, clk
+}
+
 // TestAnnouncerLeaseIdleRenewsSlowly: a node that announces nothing renews every idle interval
 // with a Lease duration of twice that; once assigned an address it renews at once with the
 // short duration, and again every renew interval.
 func TestAnnouncerLeaseIdleRenewsSlowly(t *testing.T) {
-	client := fake.NewClientset()
-	clk := clocktesting.NewFakeClock(time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC))
-	cfg := config.AnnouncerConfig{LeaseDuration: config.Duration{Duration: 2 * time.Second},
-		RenewInterval: config.Duration{Duration: 500 * time.Millisecond}, IdleRenewInterval: &config.Duration{Duration: 5 * time.Second}}
-	leases := client.CoordinationV1().Leases("kube-system")
-	l := NewAnnouncerLease(leases, "n1", cfg, func() bool { return true }, clk)
+	l, leases, clk := idleRenewingLease()
 	ctx := context.Background()
 	duration := func() int32 {
 		got, err := leases.Get(ctx, lbapi.AnnouncerLeaseName("n1"), metav1.GetOptions{})
@@ -179,12 +185,7 @@ func TestAnnouncerLeaseIdleRenewsSlowly(t *testing.T) {
 // TestAnnouncerLeaseRenewsAtOnceWhenBusy: the renewal loop renews as soon as the node is
 // assigned an address, without waiting for a tick.
 func TestAnnouncerLeaseRenewsAtOnceWhenBusy(t *testing.T) {
-	client := fake.NewClientset()
-	clk := clocktesting.NewFakeClock(time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC))
-	cfg := config.AnnouncerConfig{LeaseDuration: config.Duration{Duration: 2 * time.Second},
-		RenewInterval: config.Duration{Duration: 500 * time.Millisecond}, IdleRenewInterval: &config.Duration{Duration: 5 * time.Second}}
-	leases := client.CoordinationV1().Leases("kube-system")
-	l := NewAnnouncerLease(leases, "n1", cfg, func() bool { return true }, clk)
+	l, leases, _ := idleRenewingLease()
 	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan struct{})
 	go func() { l.Run(ctx); close(done) }()

@@ -87,6 +87,12 @@ func errorf(code int, format string, args ...any) *apiError {
 
 // get wraps a handler that returns an object to encode as JSON; only GET is allowed.
 func (h *handlers) get(fn func(r *http.Request) (any, *apiError)) http.HandlerFunc {
+	return getThen(fn, func(w http.ResponseWriter, obj any) { writeJSON(w, http.StatusOK, obj) })
+}
+
+// getThen wraps a handler that returns a T, written by write on success; only GET is allowed,
+// and a handler's error is written as an API error.
+func getThen[T any](fn func(r *http.Request) (T, *apiError), write func(http.ResponseWriter, T)) http.HandlerFunc {
 	return func(w http.ResponseWriter, r *http.Request) {
 		if r.Method != http.MethodGet {
 			writeError(w, http.StatusMethodNotAllowed, "%s %s: only GET is allowed", r.Method, r.URL.Path)
@@ -97,7 +103,7 @@ func (h *handlers) get(fn func(r *http.Request) (any, *apiError)) http.HandlerFu
 			writeError(w, err.code, "%s", err.msg)
 			return
 		}
-		writeJSON(w, http.StatusOK, obj)
+		write(w, obj)
 	}
 }
 
@@ -107,10 +113,15 @@ func writeJSON(w http.ResponseWriter, code int, obj any) {
 		klog.ErrorS(err, "Encoding agent API answer")
 		code, body = http.StatusInternalServerError, []byte(`{"kind":"Error","apiVersion":"v1","code":500,"reason":"InternalError","message":"encoding the answer failed"}`)
 	}
+	writeJSONHeader(w, code)
+	_, _ = w.Write(append(body, '\n'))
+}
+
+// writeJSONHeader writes the headers and status of a JSON answer.
+func writeJSONHeader(w http.ResponseWriter, code int) {
 	w.Header().Set("Content-Type", "application/json")
 	w.Header().Set("X-Content-Type-Options", "nosniff")
 	w.WriteHeader(code)
-	_, _ = w.Write(append(body, '\n'))
 }
 
 func writeError(w http.ResponseWriter, code int, format string, args ...any) {

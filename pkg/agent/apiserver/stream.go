@@ -18,26 +18,18 @@ const streamBuffer = 64 << 10
 // instead of the whole answer twice over (json.MarshalIndent encodes, then indents). The bytes
 // are those writeJSON would write.
 func (h *handlers) getServiceMap(fn func(r *http.Request) (apiv1.ServiceMap, *apiError)) http.HandlerFunc {
-	return func(w http.ResponseWriter, r *http.Request) {
-		if r.Method != http.MethodGet {
-			writeError(w, http.StatusMethodNotAllowed, "%s %s: only GET is allowed", r.Method, r.URL.Path)
-			return
-		}
-		m, err := fn(r)
-		if err != nil {
-			writeError(w, err.code, "%s", err.msg)
-			return
-		}
-		w.Header().Set("Content-Type", "application/json")
-		w.Header().Set("X-Content-Type-Options", "nosniff")
-		w.WriteHeader(http.StatusOK)
-		bw := bufio.NewWriterSize(w, streamBuffer)
-		if err := encodeServiceMap(bw, m); err != nil {
-			klog.V(2).InfoS("Writing the service map answer stopped", "err", err)
-			return
-		}
-		_ = bw.Flush()
+	return getThen(fn, writeServiceMap)
+}
+
+// writeServiceMap writes m as an answer, one item at a time.
+func writeServiceMap(w http.ResponseWriter, m apiv1.ServiceMap) {
+	writeJSONHeader(w, http.StatusOK)
+	bw := bufio.NewWriterSize(w, streamBuffer)
+	if err := encodeServiceMap(bw, m); err != nil {
+		klog.V(2).InfoS("Writing the service map answer stopped", "err", err)
+		return
 	}
+	_ = bw.Flush()
 }
 
 // encodeServiceMap writes m as json.MarshalIndent(m, "", "  ") and a newline would, one item

@@ -30,21 +30,21 @@ func (t *Txn) Ops() ([]of.Op, [][]Owner) {
 	// Each op's owner list is a one-owner view of owners (read-only): not one allocation per
 	// owner.
 	for i, o := range owners {
-		before, after := byID(t.st.owners[o].groups), t.staged[o].groups
+		before, after := byID(t.st.owners[o].groups, packedID), t.staged[o].groups
 		by := owners[i : i+1 : i+1]
 		for _, g := range after {
-			b := before.get(g.ID)
+			b, had := before.get(g.ID)
 			switch {
-			case b == nil:
+			case !had:
 				groupAdds.add(of.Op{Kind: of.AddGroup, Group: g}, by)
-			case of.FormatGroup(b) != of.FormatGroup(g):
+			case !b.Same(g):
 				groupAdds.add(of.Op{Kind: of.ModifyGroup, Group: g}, by)
 			}
 		}
-		stay := byID(after)
+		stay := byID(after, stagedID)
 		for _, b := range t.st.owners[o].groups {
-			if stay.get(b.ID) == nil {
-				groupDels.add(of.Op{Kind: of.DeleteGroup, Group: b}, by)
+			if _, ok := stay.get(b.ID()); !ok {
+				groupDels.add(of.Op{Kind: of.DeleteGroup, Group: &of.Group{ID: b.ID()}}, by)
 			}
 		}
 	}

@@ -31,8 +31,16 @@ type flowEntry struct {
 	owners []wantedFlow
 }
 
-// ownerState is what one owner has installed: the keys of the flows it wants and its groups.
+// ownerState is what one owner has installed: the keys of the flows it wants and its groups,
+// packed (of.PackedGroup: a Service's select group is about a fifth of its size unpacked).
 type ownerState struct {
+	keys   []string
+	groups []of.PackedGroup
+}
+
+// stagedOwner is what a transaction sets for one owner: the keys of the flows it wants and its
+// groups as the caller built them (the bundle's group ops point to them).
+type stagedOwner struct {
 	keys   []string
 	groups []*of.Group
 }
@@ -147,8 +155,18 @@ func (s *State) OwnerFlows(o Owner, f func(*of.Flow)) {
 	}
 }
 
-// OwnerGroups returns o's installed groups (shared: not to be modified).
-func (s *State) OwnerGroups(o Owner) []*of.Group { return s.owners[o].groups }
+// OwnerGroups returns o's installed groups (unpacked anew or shared: not to be modified).
+func (s *State) OwnerGroups(o Owner) []*of.Group {
+	gs := s.owners[o].groups
+	if len(gs) == 0 {
+		return nil
+	}
+	out := make([]*of.Group, len(gs))
+	for i := range gs {
+		out[i] = gs[i].Group()
+	}
+	return out
+}
 
 // EachFlow calls f with every installed flow and the owner whose content it is (shared: not to
 // be modified).
@@ -158,11 +176,12 @@ func (s *State) EachFlow(f func(Owner, *of.Flow)) {
 	}
 }
 
-// EachGroup calls f with every installed group and its owner (shared: not to be modified).
+// EachGroup calls f with every installed group and its owner (unpacked anew or shared: not to
+// be modified).
 func (s *State) EachGroup(f func(Owner, *of.Group)) {
 	for o, os := range s.owners {
 		for _, g := range os.groups {
-			f(o, g)
+			f(o, g.Group())
 		}
 	}
 }
@@ -223,8 +242,8 @@ func (s *State) ReplayOps(round uint16, cats []pipeline.Category, mine func(Owne
 			continue
 		}
 		for _, g := range s.owners[o].groups {
-			ops = append(ops, of.Op{Kind: of.DeleteGroup, Group: &of.Group{ID: g.ID}})
-			adds = append(adds, of.Op{Kind: of.AddGroup, Group: g})
+			ops = append(ops, of.Op{Kind: of.DeleteGroup, Group: &of.Group{ID: g.ID()}})
+			adds = append(adds, of.Op{Kind: of.AddGroup, Group: g.Group()})
 		}
 	}
 	ops = append(ops, adds...)

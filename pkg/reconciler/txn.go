@@ -14,7 +14,7 @@ type Txn struct {
 	flows map[string]*flowEntry // staged entries; nil value = deleted
 	// staged are the owners set, with their keys and groups after the commit (both empty: the
 	// owner goes).
-	staged map[Owner]ownerState
+	staged map[Owner]stagedOwner
 	// droppedBy lists, per staged key, the owners whose set let go of it: the owners of its
 	// delete op, if the key ends up deleted (an add's owner is the key's winner).
 	droppedBy map[string][]Owner
@@ -35,7 +35,7 @@ type Txn struct {
 
 // Begin starts a transaction over s.
 func (s *State) Begin() *Txn {
-	return &Txn{st: s, flows: map[string]*flowEntry{}, staged: map[Owner]ownerState{}, droppedBy: map[string][]Owner{}}
+	return &Txn{st: s, flows: map[string]*flowEntry{}, staged: map[Owner]stagedOwner{}, droppedBy: map[string][]Owner{}}
 }
 
 func (t *Txn) entry(key string) *flowEntry {
@@ -169,7 +169,7 @@ func (t *Txn) SetKeyed(o Owner, groups []*of.Group, flows []of.Flow, keys []stri
 	if len(newKeys) == 0 {
 		newKeys = nil
 	}
-	t.staged[o] = ownerState{keys: newKeys, groups: groups}
+	t.staged[o] = stagedOwner{keys: newKeys, groups: groups}
 }
 
 // StagedGroupIDs calls f with the ID of every group the transaction sets.
@@ -204,34 +204,40 @@ func (t *Txn) resolve() {
 // not a map.
 const smallOwner = 8
 
-// groupsByID finds groups by ID: in the list itself when it is short.
-type groupsByID struct {
-	list []*of.Group
-	m    map[uint32]*of.Group
+// groupsByID finds groups (staged or packed) by ID: in the list itself when it is short.
+type groupsByID[G any] struct {
+	list []G
+	m    map[uint32]G
+	id   func(G) uint32
 }
 
-func byID(gs []*of.Group) groupsByID {
+func byID[G any](gs []G, id func(G) uint32) groupsByID[G] {
 	if len(gs) <= smallOwner {
-		return groupsByID{list: gs}
+		return groupsByID[G]{list: gs, id: id}
 	}
-	m := make(map[uint32]*of.Group, len(gs))
+	m := make(map[uint32]G, len(gs))
 	for _, g := range gs {
-		m[g.ID] = g
+		m[id(g)] = g
 	}
-	return groupsByID{m: m}
+	return groupsByID[G]{m: m}
 }
 
-func (b groupsByID) get(id uint32) *of.Group {
+func (b groupsByID[G]) get(id uint32) (G, bool) {
 	if b.m != nil {
-		return b.m[id]
+		g, ok := b.m[id]
+		return g, ok
 	}
 	for _, g := range b.list {
-		if g.ID == id {
-			return g
+		if b.id(g) == id {
+			return g, true
 		}
 	}
-	return nil
+	var none G
+	return none, false
 }
+
+func stagedID(g *of.Group) uint32      { return g.ID }
+func packedID(g of.PackedGroup) uint32 { return g.ID() }
 
 // Commit makes the staged state the installed state. Call it only after OVS accepted Ops().
 func (t *Txn) Commit() {
@@ -263,13 +269,22 @@ func (t *Txn) Commit() {
 	}
 	for o, os := range t.staged {
 		t.st.groupsPerKind[o.Kind] += len(os.groups) - len(t.st.owners[o].groups)
-		if len(os.groups) == 0 {
-			os.groups = nil
-		}
-		if os.keys == nil && os.groups == nil {
+		if os.keys == nil && len(os.groups) == 0 {
 			delete(t.st.owners, o)
-		} else {
-			t.st.owners[o] = os
+			continue
 		}
+		t.st.owners[o] = ownerState{keys: os.keys, groups: packGroups(os.groups)}
 	}
+}
+
+// packGroups returns gs packed, nil for none.
+func packGroups(gs []*of.Group) []of.PackedGroup {
+	if len(gs) == 0 {
+		return nil
+	}
+	out := make([]of.PackedGroup, len(gs))
+	for i, g := range gs {
+		out[i] = of.PackGroup(g)
+	}
+	return out
 }

@@ -19,6 +19,7 @@ import (
 	"k8s.io/client-go/tools/cache"
 
 	"github.com/antrea-proxy/antrea-proxy/pkg/lbapi"
+	"github.com/antrea-proxy/antrea-proxy/pkg/model"
 )
 
 func managed() []metav1.ManagedFieldsEntry {
@@ -80,39 +81,38 @@ func TestTrimmerService(t *testing.T) {
 	}
 }
 
+// TestTrimmerEndpointSlice: an EndpointSlice becomes its compact form, what the proxier reads,
+// with its namespace, node names and zones shared across endpoints and slices; a compact slice
+// passes unchanged (the transform is idempotent).
 func TestTrimmerEndpointSlice(t *testing.T) {
 	tr := newTrimmer()
 	a, _ := tr.transform(trimTestSlice("web-1"))
 	second := trimTestSlice("web-2")
-	second.Namespace = strings.Clone(second.Namespace) // as decoded: its own copy
+	second.Namespace = strings.Clone(second.Namespace) // as decoded: its own copies
+	second.Endpoints[0].NodeName = ptr(strings.Clone("node-a"))
 	b, _ := tr.transform(second)
-	sa, sb := a.(*discovery.EndpointSlice), b.(*discovery.EndpointSlice)
-	if sa.ManagedFields != nil || sa.Annotations[lastAppliedAnnotation] != "" {
-		t.Errorf("managedFields or last-applied kept: %v %v", sa.ManagedFields, sa.Annotations)
-	}
-	if sa.Annotations[v1.EndpointsLastChangeTriggerTime] != "2026-12-01T10:00:00Z" || sa.Labels[discovery.LabelServiceName] != "web" {
-		t.Errorf("trigger time or service-name label lost: %v %v", sa.Annotations, sa.Labels)
+	sa, sb := a.(*model.EndpointSlice), b.(*model.EndpointSlice)
+	if sa.Namespace != "ns" || sa.Name != "web-1" || sa.Service != "web" || sa.Headless ||
+		sa.AddressType != discovery.AddressTypeIPv4 || len(sa.Ports) != 1 || *sa.Ports[0].Port != 8080 ||
+		!sa.TriggerTime.Equal(time.Date(2026, 12, 1, 10, 0, 0, 0, time.UTC)) {
+		t.Errorf("slice fields: %+v", sa)
 	}
 	e0, e1 := sa.Endpoints[0], sa.Endpoints[1]
-	if sa.OwnerReferences != nil || sa.Labels[discovery.LabelManagedBy] != "endpointslice-controller.k8s.io" {
-		t.Errorf("ownerReferences kept or managed-by label lost: %v %v", sa.OwnerReferences, sa.Labels)
+	if e0.Addr.String() != "10.1.0.1" || e0.NodeName != "node-a" || e0.Zone != "z1" || e0.Hints == nil || e0.Hints.ForZones[0].Name != "z1" ||
+		!e0.Ready || e0.Serving || e0.Terminating {
+		t.Errorf("endpoint 0: %+v", e0)
 	}
-	if e0.TargetRef != nil || e0.Hostname != nil || e0.DeprecatedTopology != nil {
-		t.Errorf("targetRef, hostname or deprecatedTopology kept: %+v", e0)
-	}
-	if *e0.NodeName != "node-a" || *e0.Zone != "z1" || e0.Hints == nil || e0.Hints.ForZones[0].Name != "z1" || e0.Addresses[0] != "10.1.0.1" {
-		t.Errorf("read fields changed: %+v", e0)
-	}
-	c0, c1 := e0.Conditions, e1.Conditions
-	if !*c0.Ready || *c0.Serving || c0.Terminating != nil || *c1.Ready || c1.Serving != nil || !*c1.Terminating {
-		t.Errorf("conditions changed: %+v %+v", c0, c1)
+	if e1.Addr.String() != "10.1.0.2" || e1.Ready || e1.Serving || !e1.Terminating {
+		t.Errorf("endpoint 1: %+v", e1)
 	}
 	if unsafeStringData(sa.Namespace) != unsafeStringData(sb.Namespace) {
 		t.Error("the namespace strings of two slices are not one copy")
 	}
-	// Equal values share one copy, across endpoints and slices.
-	if e0.NodeName != e1.NodeName || e0.NodeName != sb.Endpoints[0].NodeName || c0.Ready != sb.Endpoints[0].Conditions.Ready || c0.Serving != c1.Ready {
-		t.Error("nodeName or condition values are not shared")
+	if unsafeStringData(e0.NodeName) != unsafeStringData(e1.NodeName) || unsafeStringData(e0.NodeName) != unsafeStringData(sb.Endpoints[0].NodeName) {
+		t.Error("the node names are not one copy")
+	}
+	if again, _ := tr.transform(sa); again != sa {
+		t.Error("a compact slice is not returned as it is")
 	}
 }
 
@@ -140,26 +140,36 @@ func TestTrimmerNodeAndOthers(t *testing.T) {
 func TestTrimmerInternBounded(t *testing.T) {
 	tr := newTrimmer()
 	tr.maxInterned = 1
-	a, b := ptr("a"), ptr("b")
-	if tr.intern(a) != a || tr.intern(ptr("a")) != a {
+	a := "a"
+	if unsafeStringData(tr.intern(a)) != unsafeStringData(a) || unsafeStringData(tr.intern(strings.Clone("a"))) != unsafeStringData(a) {
 		t.Error("first value not shared")
 	}
-	if tr.intern(b) != b || tr.intern(ptr("b")) == b || len(tr.strs) != 1 {
+	b, b2 := "b", strings.Clone("b")
+	if unsafeStringData(tr.intern(b)) != unsafeStringData(b) || unsafeStringData(tr.intern(b2)) != unsafeStringData(b2) || len(tr.strs) != 1 {
 		t.Errorf("table grew past its bound: %d entries", len(tr.strs))
 	}
 }
 
 // TestInformerFactoryTrims checks that the agent's factory stores trimmed objects: what the
-// proxier's trackers and the data path get from its informers.
+// proxier's trackers and the data path get from its informers. EndpointSlices go through
+// client-go's informer in their compact form: stored under their namespace and name, handed to
+// the add, update and delete handlers, an update with an unchanged resourceVersion (a resync)
+// told apart by it.
 func TestInformerFactoryTrims(t *testing.T) {
 	client := fake.NewSimpleClientset(trimTestService(), trimTestSlice("web-1"))
 	factory := newInformerFactory(client)
 	svcInf := factory.Core().V1().Services().Informer()
 	sliceInf := factory.Discovery().V1().EndpointSlices().Informer()
-	handedCh := make(chan *discovery.EndpointSlice, 1)
-	if _, err := sliceInf.AddEventHandler(cache.ResourceEventHandlerFuncs{AddFunc: func(obj any) {
-		handedCh <- obj.(*discovery.EndpointSlice)
-	}}); err != nil {
+	type event struct {
+		kind     string
+		old, new *model.EndpointSlice
+	}
+	events := make(chan event, 4)
+	if _, err := sliceInf.AddEventHandler(cache.ResourceEventHandlerFuncs{
+		AddFunc:    func(obj any) { events <- event{"add", nil, obj.(*model.EndpointSlice)} },
+		UpdateFunc: func(o, n any) { events <- event{"update", o.(*model.EndpointSlice), n.(*model.EndpointSlice)} },
+		DeleteFunc: func(obj any) { events <- event{"delete", obj.(*model.EndpointSlice), nil} },
+	}); err != nil {
 		t.Fatal(err)
 	}
 	ctx, cancel := context.WithCancel(context.Background())
@@ -171,11 +181,18 @@ func TestInformerFactoryTrims(t *testing.T) {
 	if !cache.WaitForCacheSync(ctx.Done(), svcInf.HasSynced, sliceInf.HasSynced) {
 		t.Fatal("caches did not sync")
 	}
-	var handed *discovery.EndpointSlice
-	select {
-	case handed = <-handedCh:
-	case <-time.After(30 * time.Second):
-		t.Fatal("the EndpointSlice handler was not called within 30s")
+	next := func(kind string) event {
+		t.Helper()
+		select {
+		case e := <-events:
+			if e.kind != kind {
+				t.Fatalf("got a %s event, want %s", e.kind, kind)
+			}
+			return e
+		case <-time.After(30 * time.Second):
+			t.Fatalf("no %s event within 30s", kind)
+		}
+		return event{}
 	}
 	svc, err := factory.Core().V1().Services().Lister().Services("ns").Get("web")
 	if err != nil {
@@ -184,14 +201,35 @@ func TestInformerFactoryTrims(t *testing.T) {
 	if svc.ManagedFields != nil || svc.Annotations[lastAppliedAnnotation] != "" || svc.Annotations[lbapi.AnnotationPool] != "pool-a" {
 		t.Errorf("cached Service not trimmed as expected: %+v", svc.ObjectMeta)
 	}
-	if s := handed; s.ManagedFields != nil || s.Endpoints[0].TargetRef != nil || *s.Endpoints[0].NodeName != "node-a" {
-		t.Errorf("EndpointSlice handed to the handler not trimmed as expected: %+v", s)
+	if e := next("add"); e.new.Service != "web" || e.new.Endpoints[0].NodeName != "node-a" {
+		t.Errorf("EndpointSlice handed to the add handler: %+v", e.new)
+	}
+	if obj, ok, err := sliceInf.GetStore().GetByKey("ns/web-1"); err != nil || !ok || obj.(*model.EndpointSlice).Name != "web-1" {
+		t.Fatalf("the store holds %v (found %v, %v) under ns/web-1", obj, ok, err)
+	}
+	changed := trimTestSlice("web-1")
+	changed.ResourceVersion = "2"
+	changed.Endpoints = changed.Endpoints[:1]
+	if _, err := client.DiscoveryV1().EndpointSlices("ns").Update(ctx, changed, metav1.UpdateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	if e := next("update"); len(e.old.Endpoints) != 2 || len(e.new.Endpoints) != 1 || e.new.ResourceVersion != "2" {
+		t.Errorf("update handed %+v -> %+v", e.old, e.new)
+	}
+	if err := client.DiscoveryV1().EndpointSlices("ns").Delete(ctx, "web-1", metav1.DeleteOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	if e := next("delete"); e.old.Name != "web-1" {
+		t.Errorf("delete handed %+v", e.old)
+	}
+	if keys := sliceInf.GetStore().ListKeys(); len(keys) != 0 {
+		t.Errorf("the store still holds %v", keys)
 	}
 }
 
-// TestTrimmerKeepsEverythingElse: a transformed Service or EndpointSlice equals the original
-// with exactly the documented fields cleared, so a field the trackers or the proxier read cannot
-// be stripped unnoticed; the endpoints fill an array of their exact length.
+// TestTrimmerKeepsEverythingElse: a transformed Service equals the original with exactly the
+// documented fields cleared, so a field the trackers or the proxier read cannot be stripped
+// unnoticed; an EndpointSlice is its model.EndpointSlice (whose own tests check the fields).
 func TestTrimmerKeepsEverythingElse(t *testing.T) {
 	svc := trimTestService()
 	svc.UID, svc.ResourceVersion = "uid-1", "42"
@@ -211,31 +249,18 @@ func TestTrimmerKeepsEverythingElse(t *testing.T) {
 
 	slice := trimTestSlice("web-1")
 	slice.UID, slice.ResourceVersion, slice.GenerateName = "uid-2", "43", "web-"
-	grown := make([]discovery.Endpoint, len(slice.Endpoints), 16)
-	copy(grown, slice.Endpoints)
-	slice.Endpoints = grown
-	wantSlice := slice.DeepCopy()
-	wantSlice.ManagedFields, wantSlice.OwnerReferences, wantSlice.UID, wantSlice.GenerateName = nil, nil, "", ""
-	delete(wantSlice.Annotations, lastAppliedAnnotation)
-	for i := range wantSlice.Endpoints {
-		e := &wantSlice.Endpoints[i]
-		e.TargetRef, e.Hostname, e.DeprecatedTopology = nil, nil, nil
-	}
+	wantSlice := model.NewEndpointSlice(slice.DeepCopy(), nil)
 	out, err := newTrimmer().transform(slice)
 	if err != nil {
 		t.Fatal(err)
 	}
-	gotSlice := out.(*discovery.EndpointSlice)
-	if !reflect.DeepEqual(gotSlice, wantSlice) {
-		t.Errorf("EndpointSlice:\n got %+v\nwant %+v", gotSlice, wantSlice)
-	}
-	if cap(gotSlice.Endpoints) != len(gotSlice.Endpoints) {
-		t.Errorf("endpoints in an array of %d for %d", cap(gotSlice.Endpoints), len(gotSlice.Endpoints))
+	if !reflect.DeepEqual(out, wantSlice) {
+		t.Errorf("EndpointSlice:\n got %+v\nwant %+v", out, wantSlice)
 	}
 }
 
 // BenchmarkTrimmedSlices10k reports the heap that 10,000 EndpointSlices of 10 endpoints each
-// retain once decoded (each its own strings, as from the API server) and trimmed.
+// retain once decoded (each its own strings, as from the API server) and transformed.
 func BenchmarkTrimmedSlices10k(b *testing.B) {
 	raw := make([][]byte, 10000)
 	for i := range raw {

@@ -23,7 +23,7 @@ import (
 // wins, then serving, then not terminating, then the one in the slice with the smallest name, so
 // the result does not depend on slice order. The result is sorted by IP then port. It never
 // panics on malformed input; nil slices and endpoints are ignored.
-func EndpointsForServicePort(in []*discovery.EndpointSlice, port ServicePortName, nodeName string, served Families) []Endpoint {
+func EndpointsForServicePort(in []*EndpointSlice, port ServicePortName, nodeName string, served Families) []Endpoint {
 	sorted := sortedSlices(in)
 	n := 0
 	for _, slice := range sorted {
@@ -75,7 +75,7 @@ func mergeDuplicates(eps []Endpoint) []Endpoint {
 
 // EndpointsForService merges the endpoints of every port of a Service, keyed by ServicePortName,
 // with the same rules as EndpointsForServicePort. Ports with no usable endpoint are absent.
-func EndpointsForService(in []*discovery.EndpointSlice, svc types.NamespacedName, nodeName string, served Families) map[ServicePortName][]Endpoint {
+func EndpointsForService(in []*EndpointSlice, svc types.NamespacedName, nodeName string, served Families) map[ServicePortName][]Endpoint {
 	var ports []ServicePortName // a Service has few ports: a list, not a map
 	for _, slice := range in {
 		if !sliceBelongsTo(slice, svc) {
@@ -116,23 +116,22 @@ func compareEndpoints(a, b Endpoint) int {
 }
 
 // sortedSlices drops nil slices and orders the rest by name, so merging is deterministic.
-func sortedSlices(in []*discovery.EndpointSlice) []*discovery.EndpointSlice {
+func sortedSlices(in []*EndpointSlice) []*EndpointSlice {
 	if len(in) == 1 && in[0] != nil {
 		return in // the common case: nothing to drop or order
 	}
-	out := make([]*discovery.EndpointSlice, 0, len(in))
+	out := make([]*EndpointSlice, 0, len(in))
 	for _, s := range in {
 		if s != nil {
 			out = append(out, s)
 		}
 	}
-	slices.SortStableFunc(out, func(a, b *discovery.EndpointSlice) int { return strings.Compare(a.Name, b.Name) })
+	slices.SortStableFunc(out, func(a, b *EndpointSlice) int { return strings.Compare(a.Name, b.Name) })
 	return out
 }
 
-func sliceBelongsTo(slice *discovery.EndpointSlice, svc types.NamespacedName) bool {
-	return slice != nil && slice.Namespace == svc.Namespace &&
-		slice.Labels[discovery.LabelServiceName] == svc.Name
+func sliceBelongsTo(slice *EndpointSlice, svc types.NamespacedName) bool {
+	return slice != nil && slice.Namespace == svc.Namespace && slice.Service == svc.Name
 }
 
 func servesAddressType(served Families, t discovery.AddressType) bool {
@@ -146,7 +145,7 @@ func servesAddressType(served Families, t discovery.AddressType) bool {
 }
 
 // slicePortNumber finds the slice port matching port's name and protocol.
-func slicePortNumber(slice *discovery.EndpointSlice, port ServicePortName) (uint16, bool) {
+func slicePortNumber(slice *EndpointSlice, port ServicePortName) (uint16, bool) {
 	for _, p := range slice.Ports {
 		name := ""
 		if p.Name != nil {
@@ -168,33 +167,19 @@ func slicePortNumber(slice *discovery.EndpointSlice, port ServicePortName) (uint
 	return 0, false
 }
 
-func convertEndpoint(e *discovery.Endpoint, addrType discovery.AddressType, port uint16, nodeName string) (Endpoint, bool) {
-	if len(e.Addresses) == 0 {
+func convertEndpoint(e *SliceEndpoint, addrType discovery.AddressType, port uint16, nodeName string) (Endpoint, bool) {
+	if !e.Addr.IsValid() || e.Addr.Is4() != (addrType == discovery.AddressTypeIPv4) {
 		return Endpoint{}, false
 	}
-	ip, ok := parseAddr(e.Addresses[0])
-	if !ok || ip.Is4() != (addrType == discovery.AddressTypeIPv4) {
-		return Endpoint{}, false
-	}
-	ready := e.Conditions.Ready == nil || *e.Conditions.Ready
-	serving := ready
-	if e.Conditions.Serving != nil {
-		serving = *e.Conditions.Serving
-	}
-	terminating := e.Conditions.Terminating != nil && *e.Conditions.Terminating
 	ep := Endpoint{
-		IP:          ip,
+		IP:          e.Addr,
 		Port:        port,
-		Ready:       ready,
-		Serving:     serving,
-		Terminating: terminating,
-	}
-	if e.NodeName != nil {
-		ep.NodeName = *e.NodeName
-	}
-	ep.Local = nodeName != "" && ep.NodeName == nodeName
-	if e.Zone != nil {
-		ep.Zone = *e.Zone
+		NodeName:    e.NodeName,
+		Zone:        e.Zone,
+		Local:       nodeName != "" && e.NodeName == nodeName,
+		Ready:       e.Ready,
+		Serving:     e.Serving,
+		Terminating: e.Terminating,
 	}
 	if e.Hints != nil {
 		for _, z := range e.Hints.ForZones {

@@ -9,6 +9,7 @@ import (
 	v1 "k8s.io/api/core/v1"
 	discovery "k8s.io/api/discovery/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
 )
 
 type sliceOpt func(*discovery.EndpointSlice)
@@ -230,7 +231,7 @@ func TestEndpointsForServicePort(t *testing.T) {
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
-			got := EndpointsForServicePort(tc.slices, tc.port, "node1", tc.served)
+			got := endpointsForServicePort(tc.slices, tc.port, "node1", tc.served)
 			if diff := cmp.Diff(tc.want, got, netipCmp); diff != "" {
 				t.Errorf("endpoints (-want +got):\n%s", diff)
 			}
@@ -239,7 +240,7 @@ func TestEndpointsForServicePort(t *testing.T) {
 			for i, s := range tc.slices {
 				rev[len(rev)-1-i] = s
 			}
-			if diff := cmp.Diff(got, EndpointsForServicePort(rev, tc.port, "node1", tc.served), netipCmp); diff != "" {
+			if diff := cmp.Diff(got, endpointsForServicePort(rev, tc.port, "node1", tc.served), netipCmp); diff != "" {
 				t.Errorf("result depends on slice order (-forward +reversed):\n%s", diff)
 			}
 		})
@@ -253,7 +254,7 @@ func TestEndpointsZoneAndHints(t *testing.T) {
 		ForZones: []discovery.ForZone{{Name: "zone-a"}, {Name: "zone-b"}},
 		ForNodes: []discovery.ForNode{{Name: "node1"}},
 	}
-	got := EndpointsForServicePort([]*discovery.EndpointSlice{
+	got := endpointsForServicePort([]*discovery.EndpointSlice{
 		newSlice("a", discovery.AddressTypeIPv4, []discovery.EndpointPort{ePort("http", v1.ProtocolTCP, 80)}, []discovery.Endpoint{e}),
 	}, spn("http", TCP), "node1", Families{IPv4: true})
 	require.Len(t, got, 1)
@@ -264,7 +265,7 @@ func TestEndpointsZoneAndHints(t *testing.T) {
 	require.Equal(t, "10.0.0.1:80", got[0].AddrPort())
 
 	// No node name configured: nothing is local, even endpoints without a node name.
-	got = EndpointsForServicePort([]*discovery.EndpointSlice{
+	got = endpointsForServicePort([]*discovery.EndpointSlice{
 		newSlice("a", discovery.AddressTypeIPv4, []discovery.EndpointPort{ePort("http", v1.ProtocolTCP, 80)}, []discovery.Endpoint{ep("10.0.0.1", "")}),
 	}, spn("http", TCP), "", Families{IPv4: true})
 	require.Len(t, got, 1)
@@ -279,7 +280,7 @@ func TestEndpointsForService(t *testing.T) {
 		newSlice("b", discovery.AddressTypeIPv4, []discovery.EndpointPort{ePort("http", v1.ProtocolTCP, 8080)},
 			[]discovery.Endpoint{ep("10.0.0.1", "node1"), ep("10.0.0.3", "")}),
 	}
-	got := EndpointsForService(slices, svcNN, "node1", Families{IPv4: true})
+	got := endpointsForService(slices, svcNN, "node1", Families{IPv4: true})
 	wantMap := map[ServicePortName][]Endpoint{
 		spn("http", TCP): {
 			want("10.0.0.1", 8080, "node1", true, true, false),
@@ -305,7 +306,29 @@ func TestEndpointsMalformedNeverPanics(t *testing.T) {
 		newSlice("y", discovery.AddressTypeIPv4, []discovery.EndpointPort{{}}, []discovery.Endpoint{{}, {Addresses: []string{""}}, {Hints: &discovery.EndpointHints{}}}),
 	}
 	require.NotPanics(t, func() {
-		require.Empty(t, EndpointsForServicePort(slices, spn("", TCP), "node1", DualStack))
-		require.Empty(t, EndpointsForService(slices, svcNN, "node1", DualStack))
+		require.Empty(t, endpointsForServicePort(slices, spn("", TCP), "node1", DualStack))
+		require.Empty(t, endpointsForService(slices, svcNN, "node1", DualStack))
 	})
+}
+
+// compact converts API slices as the agent's informer does (nil stays nil).
+func compact(in []*discovery.EndpointSlice) []*EndpointSlice {
+	if in == nil {
+		return nil
+	}
+	out := make([]*EndpointSlice, len(in))
+	for i, s := range in {
+		if s != nil {
+			out[i] = NewEndpointSlice(s, nil)
+		}
+	}
+	return out
+}
+
+func endpointsForServicePort(in []*discovery.EndpointSlice, port ServicePortName, nodeName string, served Families) []Endpoint {
+	return EndpointsForServicePort(compact(in), port, nodeName, served)
+}
+
+func endpointsForService(in []*discovery.EndpointSlice, svc types.NamespacedName, nodeName string, served Families) map[ServicePortName][]Endpoint {
+	return EndpointsForService(compact(in), svc, nodeName, served)
 }

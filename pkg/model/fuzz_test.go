@@ -175,7 +175,7 @@ func FuzzEndpointsForService(f *testing.F) {
 			}
 		}
 		served := Families{IPv4: v4, IPv6: v6}
-		got := EndpointsForService(in, svc, nodeName, served)
+		got := endpointsForService(in, svc, nodeName, served)
 		for spn, eps := range got {
 			checkEndpoints(t, spn, svc, eps, nodeName, served)
 		}
@@ -186,7 +186,7 @@ func FuzzEndpointsForService(f *testing.F) {
 		for i, j := 0, len(reversed)-1; i < j; i, j = i+1, j-1 {
 			reversed[i], reversed[j] = reversed[j], reversed[i]
 		}
-		if again := EndpointsForService(reversed, svc, nodeName, served); !reflect.DeepEqual(got, again) {
+		if again := endpointsForService(reversed, svc, nodeName, served); !reflect.DeepEqual(got, again) {
 			t.Fatalf("result depends on slice order:\n%+v\n%+v", got, again)
 		}
 	})

@@ -110,7 +110,7 @@ type EndpointCount struct {
 // endpoints its EndpointSlices list, and how many of them on nodeName: an upper bound of what
 // EndpointsForServicePort returns (duplicates and unusable endpoints are counted). slices are
 // the Service's own.
-func SliceEndpointCounts(slices []*discovery.EndpointSlice, nodeName string, served Families) map[ShapePortKey][2]EndpointCount {
+func SliceEndpointCounts(slices []*EndpointSlice, nodeName string, served Families) map[ShapePortKey][2]EndpointCount {
 	out := map[ShapePortKey][2]EndpointCount{}
 	for _, s := range slices {
 		if s == nil || !servesAddressType(served, s.AddressType) {
@@ -122,7 +122,7 @@ func SliceEndpointCounts(slices []*discovery.EndpointSlice, nodeName string, ser
 		}
 		local := 0
 		for j := range s.Endpoints {
-			if n := s.Endpoints[j].NodeName; n != nil && *n == nodeName {
+			if nodeName != "" && s.Endpoints[j].NodeName == nodeName {
 				local++
 			}
 		}

@@ -7,7 +7,6 @@ import (
 	"sync/atomic"
 	"time"
 
-	discovery "k8s.io/api/discovery/v1"
 	"k8s.io/apimachinery/pkg/types"
 
 	"github.com/antrea-proxy/antrea-proxy/pkg/model"
@@ -59,7 +58,7 @@ type computation struct {
 // svcJob is one Service of a computation.
 type svcJob struct {
 	nn     types.NamespacedName
-	slices []*discovery.EndpointSlice
+	slices []*model.EndpointSlice
 	want   []desired // nil: the Service is gone, skipped or has no port served
 	// issues are the addresses the Service asked for and does not get (filterPorts).
 	issues []addrIssue

@@ -3,8 +3,7 @@ package proxy
 import (
 	"strconv"
 
-	discovery "k8s.io/api/discovery/v1"
-
+	"github.com/antrea-proxy/antrea-proxy/pkg/model"
 	"github.com/antrea-proxy/antrea-proxy/pkg/pipeline"
 )
 
@@ -16,7 +15,7 @@ func subOwner(o owner, i int) owner {
 
 // maxSlicesEndpoints bounds the endpoints any port of a Service has in either family: every
 // endpoint of its EndpointSlices at most once (model.EndpointsForServicePort).
-func maxSlicesEndpoints(sl []*discovery.EndpointSlice) int {
+func maxSlicesEndpoints(sl []*model.EndpointSlice) int {
 	n := 0
 	for _, s := range sl {
 		n += len(s.Endpoints)
@@ -42,7 +41,7 @@ func (k subGroupsOf) owner() owner {
 // may need (pipeline.SubGroups of the Service's endpoint count, an upper bound the computation
 // does not exceed): none for a Service that one group holds. Call it where group IDs are
 // allocated (computation.prepare, on the sync goroutine, in name order).
-func (g *groupIDs) allocSubGroups(want []desired, sl []*discovery.EndpointSlice) {
+func (g *groupIDs) allocSubGroups(want []desired, sl []*model.EndpointSlice) {
 	k := pipeline.SubGroups(maxSlicesEndpoints(sl))
 	if k == 0 {
 		return

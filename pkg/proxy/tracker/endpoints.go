@@ -6,12 +6,12 @@ import (
 	"sync"
 	"time"
 
-	v1 "k8s.io/api/core/v1"
 	discovery "k8s.io/api/discovery/v1"
-	"k8s.io/apimachinery/pkg/api/equality"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/apimachinery/pkg/util/sets"
 	"k8s.io/klog/v2"
+
+	"github.com/antrea-proxy/antrea-proxy/pkg/model"
 )
 
 // EndpointsChangeTracker keeps the current EndpointSlices of every Service and the Services
@@ -33,23 +33,24 @@ type EndpointsChangeTracker struct {
 	counter      uint64
 }
 
-// serviceSlices are one Service's current slices, sorted by name (most Services have one: a
+// serviceSlices are one Service's current slices (in their compact form, model.EndpointSlice),
+// sorted by name (most Services have one: a
 // sorted array costs a pointer per slice where a map by name cost about 300 bytes per Service),
 // and gen, the value of the tracker's counter when they last changed (Generation).
 type serviceSlices struct {
 	gen    uint64
-	byName []*discovery.EndpointSlice
+	byName []*model.EndpointSlice
 }
 
 // find returns the index of the slice named name, or where it would be inserted.
 func (s serviceSlices) find(name string) (int, bool) {
-	return slices.BinarySearchFunc(s.byName, name, func(e *discovery.EndpointSlice, n string) int {
+	return slices.BinarySearchFunc(s.byName, name, func(e *model.EndpointSlice, n string) int {
 		return strings.Compare(e.Name, n)
 	})
 }
 
 // get returns the slice named name, nil when none.
-func (s serviceSlices) get(name string) *discovery.EndpointSlice {
+func (s serviceSlices) get(name string) *model.EndpointSlice {
 	if i, ok := s.find(name); ok {
 		return s.byName[i]
 	}
@@ -57,7 +58,7 @@ func (s serviceSlices) get(name string) *discovery.EndpointSlice {
 }
 
 // set stores slice, replacing the one of the same name.
-func (s *serviceSlices) set(slice *discovery.EndpointSlice) {
+func (s *serviceSlices) set(slice *model.EndpointSlice) {
 	if i, ok := s.find(slice.Name); ok {
 		s.byName[i] = slice
 	} else {
@@ -86,27 +87,48 @@ func NewEndpointsChangeTracker(onChange func()) *EndpointsChangeTracker {
 
 // OnEndpointSliceAdd records a created slice.
 func (t *EndpointsChangeTracker) OnEndpointSliceAdd(slice *discovery.EndpointSlice) {
-	t.apply(nil, slice)
+	t.OnSliceAdd(compact(slice))
 }
 
 // OnEndpointSliceUpdate records an updated slice. When the update moves the slice to another
 // Service (its service-name label changed), both Services become dirty.
 func (t *EndpointsChangeTracker) OnEndpointSliceUpdate(oldSlice, newSlice *discovery.EndpointSlice) {
-	t.apply(oldSlice, newSlice)
+	t.OnSliceUpdate(compact(oldSlice), compact(newSlice))
 }
 
 // OnEndpointSliceDelete records a deleted slice.
 func (t *EndpointsChangeTracker) OnEndpointSliceDelete(slice *discovery.EndpointSlice) {
-	t.apply(slice, nil)
+	t.OnSliceDelete(compact(slice))
 }
 
-func (t *EndpointsChangeTracker) apply(oldSlice, newSlice *discovery.EndpointSlice) {
+// OnSliceAdd, OnSliceUpdate and OnSliceDelete are OnEndpointSliceAdd, Update and Delete for a
+// slice already in its compact form (the agent's informer stores that form). The tracker keeps
+// slice, which must not be modified afterwards.
+func (t *EndpointsChangeTracker) OnSliceAdd(slice *model.EndpointSlice) { t.apply(nil, slice) }
+
+// OnSliceUpdate: see OnSliceAdd.
+func (t *EndpointsChangeTracker) OnSliceUpdate(oldSlice, newSlice *model.EndpointSlice) {
+	t.apply(oldSlice, newSlice)
+}
+
+// OnSliceDelete: see OnSliceAdd.
+func (t *EndpointsChangeTracker) OnSliceDelete(slice *model.EndpointSlice) { t.apply(slice, nil) }
+
+// compact converts an API slice (nil stays nil).
+func compact(slice *discovery.EndpointSlice) *model.EndpointSlice {
+	if slice == nil {
+		return nil
+	}
+	return model.NewEndpointSlice(slice, nil)
+}
+
+func (t *EndpointsChangeTracker) apply(oldSlice, newSlice *model.EndpointSlice) {
 	if t.applyLocked(oldSlice, newSlice) && t.onChange != nil {
 		t.onChange()
 	}
 }
 
-func (t *EndpointsChangeTracker) applyLocked(oldSlice, newSlice *discovery.EndpointSlice) bool {
+func (t *EndpointsChangeTracker) applyLocked(oldSlice, newSlice *model.EndpointSlice) bool {
 	t.mu.Lock()
 	defer t.mu.Unlock()
 	ref := newSlice
@@ -139,7 +161,7 @@ func (t *EndpointsChangeTracker) applyLocked(oldSlice, newSlice *discovery.Endpo
 	}
 	ss := t.slices[newOwner]
 	if had {
-		if cur := ss.get(id.Name); cur != nil && sameSlice(cur, newSlice) {
+		if cur := ss.get(id.Name); cur != nil && cur.Same(newSlice) {
 			// Informer resync or a metadata-only update: nothing the proxier uses changed.
 			ss.set(newSlice)
 			return changed
@@ -194,14 +216,13 @@ func (t *EndpointsChangeTracker) LastGeneration() uint64 {
 	return t.counter
 }
 
-func (t *EndpointsChangeTracker) recordTriggerTime(svc types.NamespacedName, slice *discovery.EndpointSlice) {
-	raw, ok := slice.Annotations[v1.EndpointsLastChangeTriggerTime]
-	if !ok || raw == "" {
+func (t *EndpointsChangeTracker) recordTriggerTime(svc types.NamespacedName, slice *model.EndpointSlice) {
+	if slice.BadTriggerTime != "" {
+		klog.V(4).InfoS("Ignoring unparseable last-change-trigger-time", "endpointSlice", klog.KRef(slice.Namespace, slice.Name), "value", slice.BadTriggerTime)
 		return
 	}
-	ts, err := time.Parse(time.RFC3339Nano, raw)
-	if err != nil {
-		klog.V(4).InfoS("Ignoring unparseable last-change-trigger-time", "endpointSlice", klog.KObj(slice), "value", raw, "err", err)
+	ts := slice.TriggerTime
+	if ts.IsZero() {
 		return
 	}
 	if prev, ok := t.triggerTimes[svc]; !ok || ts.After(prev) {
@@ -211,7 +232,7 @@ func (t *EndpointsChangeTracker) recordTriggerTime(svc types.NamespacedName, sli
 
 // SlicesFor returns the current slices of a Service, sorted by name. The slices are shared with
 // the informer cache and must not be modified.
-func (t *EndpointsChangeTracker) SlicesFor(svc types.NamespacedName) []*discovery.EndpointSlice {
+func (t *EndpointsChangeTracker) SlicesFor(svc types.NamespacedName) []*model.EndpointSlice {
 	t.mu.Lock()
 	defer t.mu.Unlock()
 	return slices.Clone(t.slices[svc].byName)
@@ -248,23 +269,15 @@ func (t *EndpointsChangeTracker) DrainDirty() (sets.Set[types.NamespacedName], m
 }
 
 // owner returns the Service a slice belongs to.
-func owner(slice *discovery.EndpointSlice) (types.NamespacedName, bool) {
-	name := slice.Labels[discovery.LabelServiceName]
-	if name == "" {
+func owner(slice *model.EndpointSlice) (types.NamespacedName, bool) {
+	if slice.Service == "" {
 		return types.NamespacedName{}, false
 	}
-	if _, headless := slice.Labels[v1.IsHeadlessService]; headless {
+	if slice.Headless {
 		// kube-proxy watches EndpointSlices with the selector !service.kubernetes.io/headless:
 		// a slice with the label (a headless Service's, or one labelled so by hand) serves no
 		// Service, and one that gains it is gone.
 		return types.NamespacedName{}, false
 	}
-	return types.NamespacedName{Namespace: slice.Namespace, Name: name}, true
-}
-
-// sameSlice reports whether two versions of a slice are the same for the proxier.
-func sameSlice(a, b *discovery.EndpointSlice) bool {
-	return a.AddressType == b.AddressType &&
-		equality.Semantic.DeepEqual(a.Endpoints, b.Endpoints) &&
-		equality.Semantic.DeepEqual(a.Ports, b.Ports)
+	return types.NamespacedName{Namespace: slice.Namespace, Name: slice.Service}, true
 }

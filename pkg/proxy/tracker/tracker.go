@@ -4,10 +4,14 @@ import (
 	"fmt"
 	"time"
 
+	v1 "k8s.io/api/core/v1"
+	discovery "k8s.io/api/discovery/v1"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/apimachinery/pkg/util/sets"
 	"k8s.io/client-go/tools/cache"
 	"k8s.io/klog/v2"
+
+	"github.com/antrea-proxy/antrea-proxy/pkg/model"
 )
 
 // Tracker combines a ServiceChangeTracker and an EndpointsChangeTracker and signals the
@@ -73,20 +77,39 @@ func (t *Tracker) Drain() Drained {
 // ServiceHandler returns informer event handlers feeding the Service tracker. Objects that are
 // not Services, including tombstones holding something else, are logged and ignored.
 func (t *Tracker) ServiceHandler() cache.ResourceEventHandlerFuncs {
-	return handler("Service", t.Services.OnServiceAdd, t.Services.OnServiceUpdate, t.Services.OnServiceDelete)
+	return handler("Service", exactly[v1.Service], t.Services.OnServiceAdd, t.Services.OnServiceUpdate, t.Services.OnServiceDelete)
 }
 
-// EndpointSliceHandler returns informer event handlers feeding the endpoints tracker.
+// EndpointSliceHandler returns informer event handlers feeding the endpoints tracker. It takes
+// slices in their compact form (model.EndpointSlice, what the agent's informer stores) or as
+// API objects (converted).
 func (t *Tracker) EndpointSliceHandler() cache.ResourceEventHandlerFuncs {
-	return handler("EndpointSlice", t.Endpoints.OnEndpointSliceAdd, t.Endpoints.OnEndpointSliceUpdate, t.Endpoints.OnEndpointSliceDelete)
+	return handler("EndpointSlice", endpointSliceOf, t.Endpoints.OnSliceAdd, t.Endpoints.OnSliceUpdate, t.Endpoints.OnSliceDelete)
+}
+
+// exactly returns obj when it is a non-nil *T.
+func exactly[T any](obj any) (*T, bool) {
+	o, ok := obj.(*T)
+	return o, ok && o != nil
+}
+
+// endpointSliceOf returns obj's compact form when it is an EndpointSlice in either form.
+func endpointSliceOf(obj any) (*model.EndpointSlice, bool) {
+	switch o := obj.(type) {
+	case *model.EndpointSlice:
+		return o, o != nil
+	case *discovery.EndpointSlice:
+		return compact(o), o != nil
+	}
+	return nil, false
 }
 
 // handler adapts typed add, update and delete callbacks to informer event handlers: deletes
-// are unwrapped from tombstones, and objects of another type are logged and ignored.
-func handler[T any](kind string, add func(*T), update func(oldObj, newObj *T), del func(*T)) cache.ResourceEventHandlerFuncs {
+// are unwrapped from tombstones, and objects that conv does not take are logged and ignored.
+func handler[T any](kind string, conv func(any) (*T, bool), add func(*T), update func(oldObj, newObj *T), del func(*T)) cache.ResourceEventHandlerFuncs {
 	as := func(obj any) (*T, bool) {
-		o, ok := obj.(*T)
-		if !ok || o == nil {
+		o, ok := conv(obj)
+		if !ok {
 			klog.ErrorS(nil, "Ignoring unexpected object in "+kind+" event handler", "type", typeName(obj))
 			return nil, false
 		}

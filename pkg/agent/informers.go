@@ -47,12 +47,12 @@ func newInformerFactory(client kubernetes.Interface) informers.SharedInformerFac
 // goroutines.
 type trimmer struct {
 	mu          sync.Mutex
-	strs        map[string]string
+	strs        map[string]*string
 	maxInterned int
 }
 
 func newTrimmer() *trimmer {
-	return &trimmer{strs: map[string]string{}, maxInterned: 1 << 16}
+	return &trimmer{strs: map[string]*string{}, maxInterned: 1 << 16}
 }
 
 // transform is the factory's transform (a cache.TransformFunc); it is idempotent (a converted
@@ -63,7 +63,7 @@ func (t *trimmer) transform(obj any) (any, error) {
 	case *v1.Service:
 		o.ManagedFields, o.Spec.Selector = nil, nil
 		delete(o.Annotations, lastAppliedAnnotation)
-		o.Namespace = t.intern(o.Namespace)
+		o.Namespace = *t.intern(o.Namespace)
 	case *discovery.EndpointSlice:
 		t.mu.Lock()
 		defer t.mu.Unlock()
@@ -81,22 +81,22 @@ func (t *trimmer) transform(obj any) (any, error) {
 }
 
 // intern returns the shared copy of s.
-func (t *trimmer) intern(s string) string {
+func (t *trimmer) intern(s string) *string {
 	t.mu.Lock()
 	defer t.mu.Unlock()
 	return t.internLocked(s)
 }
 
-// internLocked returns the shared copy of s; t.mu held. Past maxInterned distinct values
-// (namespaces, node names and zones: a cluster has far fewer) it returns s itself, so the table
-// stays bounded.
-func (t *trimmer) internLocked(s string) string {
+// internLocked returns the shared copy of s (a model.Interner); t.mu held. Past maxInterned
+// distinct values (namespaces, node names and zones: a cluster has far fewer) it returns a copy
+// of its own, so the table stays bounded.
+func (t *trimmer) internLocked(s string) *string {
 	if p, ok := t.strs[s]; ok {
 		return p
 	}
 	if len(t.strs) >= t.maxInterned {
-		return s
+		return &s
 	}
-	t.strs[s] = s
-	return s
+	t.strs[s] = &s
+	return &s
 }

@@ -98,7 +98,7 @@ func TestTrimmerEndpointSlice(t *testing.T) {
 		t.Errorf("slice fields: %+v", sa)
 	}
 	e0, e1 := sa.Endpoints[0], sa.Endpoints[1]
-	if e0.Addr.String() != "10.1.0.1" || e0.NodeName != "node-a" || e0.Zone != "z1" || e0.Hints == nil || e0.Hints.ForZones[0].Name != "z1" ||
+	if e0.Addr.String() != "10.1.0.1" || e0.Node() != "node-a" || e0.Zone() != "z1" || sa.HintsOf(0) == nil || sa.HintsOf(0).ForZones[0].Name != "z1" ||
 		!e0.Ready || e0.Serving || e0.Terminating {
 		t.Errorf("endpoint 0: %+v", e0)
 	}
@@ -108,7 +108,7 @@ func TestTrimmerEndpointSlice(t *testing.T) {
 	if unsafeStringData(sa.Namespace) != unsafeStringData(sb.Namespace) {
 		t.Error("the namespace strings of two slices are not one copy")
 	}
-	if unsafeStringData(e0.NodeName) != unsafeStringData(e1.NodeName) || unsafeStringData(e0.NodeName) != unsafeStringData(sb.Endpoints[0].NodeName) {
+	if unsafeStringData(e0.Node()) != unsafeStringData(e1.Node()) || unsafeStringData(e0.Node()) != unsafeStringData(sb.Endpoints[0].Node()) {
 		t.Error("the node names are not one copy")
 	}
 	if again, _ := tr.transform(sa); again != sa {
@@ -140,12 +140,11 @@ func TestTrimmerNodeAndOthers(t *testing.T) {
 func TestTrimmerInternBounded(t *testing.T) {
 	tr := newTrimmer()
 	tr.maxInterned = 1
-	a := "a"
-	if unsafeStringData(tr.intern(a)) != unsafeStringData(a) || unsafeStringData(tr.intern(strings.Clone("a"))) != unsafeStringData(a) {
+	a := tr.intern("a")
+	if tr.intern(strings.Clone("a")) != a {
 		t.Error("first value not shared")
 	}
-	b, b2 := "b", strings.Clone("b")
-	if unsafeStringData(tr.intern(b)) != unsafeStringData(b) || unsafeStringData(tr.intern(b2)) != unsafeStringData(b2) || len(tr.strs) != 1 {
+	if b := tr.intern("b"); *b != "b" || tr.intern("b") == b || len(tr.strs) != 1 {
 		t.Errorf("table grew past its bound: %d entries", len(tr.strs))
 	}
 }
@@ -201,7 +200,7 @@ func TestInformerFactoryTrims(t *testing.T) {
 	if svc.ManagedFields != nil || svc.Annotations[lastAppliedAnnotation] != "" || svc.Annotations[lbapi.AnnotationPool] != "pool-a" {
 		t.Errorf("cached Service not trimmed as expected: %+v", svc.ObjectMeta)
 	}
-	if e := next("add"); e.new.Service != "web" || e.new.Endpoints[0].NodeName != "node-a" {
+	if e := next("add"); e.new.Service != "web" || e.new.Endpoints[0].Node() != "node-a" {
 		t.Errorf("EndpointSlice handed to the add handler: %+v", e.new)
 	}
 	if obj, ok, err := sliceInf.GetStore().GetByKey("ns/web-1"); err != nil || !ok || obj.(*model.EndpointSlice).Name != "web-1" {

@@ -41,7 +41,7 @@ func EndpointsForServicePort(in []*EndpointSlice, port ServicePortName, nodeName
 			continue
 		}
 		for i := range slice.Endpoints {
-			if ep, ok := convertEndpoint(&slice.Endpoints[i], slice.AddressType, num, nodeName); ok {
+			if ep, ok := convertEndpoint(&slice.Endpoints[i], slice.HintsOf(i), slice.AddressType, num, nodeName); ok {
 				out = append(out, ep)
 			}
 		}
@@ -167,25 +167,25 @@ func slicePortNumber(slice *EndpointSlice, port ServicePortName) (uint16, bool) 
 	return 0, false
 }
 
-func convertEndpoint(e *SliceEndpoint, addrType discovery.AddressType, port uint16, nodeName string) (Endpoint, bool) {
+func convertEndpoint(e *SliceEndpoint, hints *discovery.EndpointHints, addrType discovery.AddressType, port uint16, nodeName string) (Endpoint, bool) {
 	if !e.Addr.IsValid() || e.Addr.Is4() != (addrType == discovery.AddressTypeIPv4) {
 		return Endpoint{}, false
 	}
 	ep := Endpoint{
 		IP:          e.Addr,
 		Port:        port,
-		NodeName:    e.NodeName,
-		Zone:        e.Zone,
-		Local:       nodeName != "" && e.NodeName == nodeName,
+		NodeName:    e.Node(),
+		Zone:        e.Zone(),
+		Local:       nodeName != "" && e.Node() == nodeName,
 		Ready:       e.Ready,
 		Serving:     e.Serving,
 		Terminating: e.Terminating,
 	}
-	if e.Hints != nil {
-		for _, z := range e.Hints.ForZones {
+	if hints != nil {
+		for _, z := range hints.ForZones {
 			ep.ZoneHints = append(ep.ZoneHints, z.Name)
 		}
-		for _, n := range e.Hints.ForNodes {
+		for _, n := range hints.ForNodes {
 			ep.NodeHints = append(ep.NodeHints, n.Name)
 		}
 	}

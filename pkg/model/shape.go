@@ -122,7 +122,7 @@ func SliceEndpointCounts(slices []*EndpointSlice, nodeName string, served Famili
 		}
 		local := 0
 		for j := range s.Endpoints {
-			if nodeName != "" && s.Endpoints[j].NodeName == nodeName {
+			if nodeName != "" && s.Endpoints[j].Node() == nodeName {
 				local++
 			}
 		}

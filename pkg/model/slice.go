@@ -34,36 +34,50 @@ type EndpointSlice struct {
 	AddressType discovery.AddressType
 	Ports       []discovery.EndpointPort
 	Endpoints   []SliceEndpoint
+	// Hints holds the endpoints' topology hints by index, nil when none has any (HintsOf).
+	Hints []*discovery.EndpointHints
 	// TriggerTime is the endpoints.kubernetes.io/last-change-trigger-time annotation, zero
 	// without it; BadTriggerTime is the annotation when it does not parse (RFC 3339).
 	TriggerTime    time.Time
 	BadTriggerTime string
 }
 
-// SliceEndpoint is one endpoint of an EndpointSlice.
+// SliceEndpoint is one endpoint of an EndpointSlice, in 48 bytes.
 type SliceEndpoint struct {
 	// Addr is the endpoint's first address; invalid when it has none or it does not parse.
-	Addr     netip.Addr
-	NodeName string
-	Zone     string
-	Hints    *discovery.EndpointHints
+	Addr netip.Addr
+	// nodeName and zone are shared copies (nil: unset); Node and Zone read them.
+	nodeName, zone *string
 	// Ready, Serving and Terminating are the conditions with the API's defaults: ready nil
 	// means true, serving nil means the ready value, terminating nil means false.
 	Ready, Serving, Terminating bool
 }
 
-// Interner returns a shared copy of a string (node names, zones and namespaces repeat across
-// endpoints and slices).
-type Interner func(string) string
+// Node returns the endpoint's node name, "" when unset.
+func (e *SliceEndpoint) Node() string { return deref(e.nodeName) }
+
+// Zone returns the endpoint's zone, "" when unset.
+func (e *SliceEndpoint) Zone() string { return deref(e.zone) }
+
+func deref(s *string) string {
+	if s == nil {
+		return ""
+	}
+	return *s
+}
+
+// Interner returns a shared copy of a string (namespaces, node names and zones repeat across
+// endpoints and slices): the same pointer for equal values, as long as it has room.
+type Interner func(string) *string
 
 // NewEndpointSlice converts s. intern, if not nil, shares the namespace, node name and zone
 // strings. The result shares s's ports and hints, which must not be modified afterwards.
 func NewEndpointSlice(s *discovery.EndpointSlice, intern Interner) *EndpointSlice {
 	if intern == nil {
-		intern = func(v string) string { return v }
+		intern = func(v string) *string { return &v }
 	}
 	out := &EndpointSlice{
-		Namespace: intern(s.Namespace), Name: s.Name, ResourceVersion: s.ResourceVersion,
+		Namespace: *intern(s.Namespace), Name: s.Name, ResourceVersion: s.ResourceVersion,
 		Service: s.Labels[discovery.LabelServiceName], AddressType: s.AddressType, Ports: s.Ports,
 	}
 	_, out.Headless = s.Labels[v1.IsHeadlessService]
@@ -81,8 +95,7 @@ func NewEndpointSlice(s *discovery.EndpointSlice, intern Interner) *EndpointSlic
 		e := &s.Endpoints[i]
 		c := &e.Conditions
 		ready := c.Ready == nil || *c.Ready
-		se := SliceEndpoint{Hints: e.Hints, Ready: ready, Serving: ready,
-			Terminating: c.Terminating != nil && *c.Terminating}
+		se := SliceEndpoint{Ready: ready, Serving: ready, Terminating: c.Terminating != nil && *c.Terminating}
 		if c.Serving != nil {
 			se.Serving = *c.Serving
 		}
@@ -90,14 +103,28 @@ func NewEndpointSlice(s *discovery.EndpointSlice, intern Interner) *EndpointSlic
 			se.Addr, _ = parseAddr(e.Addresses[0])
 		}
 		if e.NodeName != nil {
-			se.NodeName = intern(*e.NodeName)
+			se.nodeName = intern(*e.NodeName)
 		}
 		if e.Zone != nil {
-			se.Zone = intern(*e.Zone)
+			se.zone = intern(*e.Zone)
+		}
+		if e.Hints != nil {
+			if out.Hints == nil {
+				out.Hints = make([]*discovery.EndpointHints, len(s.Endpoints))
+			}
+			out.Hints[i] = e.Hints
 		}
 		out.Endpoints[i] = se
 	}
 	return out
+}
+
+// HintsOf returns endpoint i's topology hints, nil when it has none.
+func (s *EndpointSlice) HintsOf(i int) *discovery.EndpointHints {
+	if s.Hints == nil {
+		return nil
+	}
+	return s.Hints[i]
 }
 
 // GetObjectKind implements runtime.Object: the kind is not kept.
@@ -111,8 +138,11 @@ func (s *EndpointSlice) DeepCopyObject() runtime.Object {
 		s.Ports[i].DeepCopyInto(&c.Ports[i])
 	}
 	c.Endpoints = append([]SliceEndpoint(nil), s.Endpoints...)
-	for i := range c.Endpoints {
-		c.Endpoints[i].Hints = c.Endpoints[i].Hints.DeepCopy()
+	if s.Hints != nil {
+		c.Hints = make([]*discovery.EndpointHints, len(s.Hints))
+		for i, h := range s.Hints {
+			c.Hints[i] = h.DeepCopy()
+		}
 	}
 	return &c
 }
@@ -134,8 +164,8 @@ func (s *EndpointSlice) Same(o *EndpointSlice) bool {
 	}
 	for i := range s.Endpoints {
 		a, b := &s.Endpoints[i], &o.Endpoints[i]
-		if a.Addr != b.Addr || a.NodeName != b.NodeName || a.Zone != b.Zone || a.Ready != b.Ready ||
-			a.Serving != b.Serving || a.Terminating != b.Terminating || !sameHints(a.Hints, b.Hints) {
+		if a.Addr != b.Addr || a.Node() != b.Node() || a.Zone() != b.Zone() || a.Ready != b.Ready ||
+			a.Serving != b.Serving || a.Terminating != b.Terminating || !sameHints(s.HintsOf(i), o.HintsOf(i)) {
 			return false
 		}
 	}

@@ -40,12 +40,12 @@ func TestNewEndpointSlice(t *testing.T) {
 		AddressType: discovery.AddressTypeIPv4, Ports: []discovery.EndpointPort{ePort("http", v1.ProtocolTCP, 80)},
 		TriggerTime: time.Date(2026, 12, 1, 10, 0, 0, 5e8, time.UTC),
 		Endpoints: []SliceEndpoint{
-			{Addr: netip.MustParseAddr("10.0.0.1"), NodeName: "n1", Zone: "z1",
-				Hints: &discovery.EndpointHints{ForZones: []discovery.ForZone{{Name: "z1"}}}, Ready: true},
+			{Addr: netip.MustParseAddr("10.0.0.1"), nodeName: ptr("n1"), zone: ptr("z1"), Ready: true},
 			{Addr: netip.MustParseAddr("10.0.0.2"), Terminating: true},
 			{Ready: true, Serving: true},
 			{Ready: true, Serving: true}, // a zoned address is not usable
-		}}
+		},
+		Hints: []*discovery.EndpointHints{{ForZones: []discovery.ForZone{{Name: "z1"}}}, nil, nil, nil}}
 	if !reflect.DeepEqual(got, want) {
 		t.Errorf("got  %+v\nwant %+v", got, want)
 	}
@@ -65,19 +65,25 @@ func TestNewEndpointSlice(t *testing.T) {
 
 // TestNewEndpointSliceInterns: the namespace, node names and zones go through intern.
 func TestNewEndpointSliceInterns(t *testing.T) {
-	shared := map[string]string{}
-	intern := func(s string) string {
+	shared := map[string]*string{}
+	intern := func(s string) *string {
 		if p, ok := shared[s]; ok {
 			return p
 		}
-		shared[s] = s
-		return s
+		shared[s] = &s
+		return &s
 	}
 	a, b := NewEndpointSlice(apiSlice(), intern), NewEndpointSlice(apiSlice(), intern)
-	for _, pair := range [][2]string{{a.Namespace, b.Namespace}, {a.Endpoints[0].NodeName, b.Endpoints[0].NodeName}, {a.Endpoints[0].Zone, b.Endpoints[0].Zone}} {
+	for _, pair := range [][2]string{{a.Namespace, b.Namespace}, {a.Endpoints[0].Node(), b.Endpoints[0].Node()}, {a.Endpoints[0].Zone(), b.Endpoints[0].Zone()}} {
 		if unsafe.StringData(pair[0]) != unsafe.StringData(pair[1]) {
 			t.Errorf("%q is not one copy", pair[0])
 		}
+	}
+	if a.Endpoints[0].nodeName != b.Endpoints[0].nodeName {
+		t.Error("the node names are not one pointer")
+	}
+	if s := unsafe.Sizeof(SliceEndpoint{}); s != 48 {
+		t.Errorf("an endpoint is %d bytes, want 48", s)
 	}
 }
 
@@ -130,8 +136,8 @@ func TestEndpointSliceIsAnInformerObject(t *testing.T) {
 	if !reflect.DeepEqual(c, s) {
 		t.Errorf("copy %+v differs from %+v", c, s)
 	}
-	*c.Ports[0].Port, c.Endpoints[0].Hints.ForZones[0].Name = 1, "other"
-	if *s.Ports[0].Port != 80 || s.Endpoints[0].Hints.ForZones[0].Name != "z1" {
+	*c.Ports[0].Port, c.Hints[0].ForZones[0].Name = 1, "other"
+	if *s.Ports[0].Port != 80 || s.Hints[0].ForZones[0].Name != "z1" {
 		t.Error("the copy shares ports or hints with the original")
 	}
 }

@@ -303,3 +303,43 @@ func BenchmarkTrimmedSlices10k(b *testing.B) {
 
 // unsafeStringData is where s's bytes are: equal for one shared copy.
 func unsafeStringData(s string) *byte { return unsafe.StringData(s) }
+
+// TestTrimmerSharesPortLists: EndpointSlices with equal port lists share one copy; lists that
+// differ in any field, or only in a field's presence, do not.
+func TestTrimmerSharesPortLists(t *testing.T) {
+	port := func(name string, proto v1.Protocol, n int32) discovery.EndpointPort {
+		return discovery.EndpointPort{Name: ptr(name), Protocol: ptr(proto), Port: ptr(n)}
+	}
+	lists := [][]discovery.EndpointPort{
+		{port("http", v1.ProtocolTCP, 80)},
+		{port("http", v1.ProtocolTCP, 80)},
+		{port("http", v1.ProtocolUDP, 80)},
+		{port("http", v1.ProtocolTCP, 81)},
+		{port("", v1.ProtocolTCP, 80)},
+		{{Protocol: ptr(v1.ProtocolTCP), Port: ptr(int32(80))}},
+		{{Name: ptr("http"), Protocol: ptr(v1.ProtocolTCP), Port: ptr(int32(80)), AppProtocol: ptr("h2c")}},
+		{port("http", v1.ProtocolTCP, 80), port("dns", v1.ProtocolUDP, 53)},
+		{port("http+:4:TCP", v1.ProtocolTCP, 80)},
+	}
+	tr := newTrimmer()
+	var got [][]discovery.EndpointPort
+	for i, ps := range lists {
+		s := trimTestSlice(fmt.Sprintf("web-%d", i))
+		s.Ports = ps
+		out, _ := tr.transform(s)
+		got = append(got, out.(*model.EndpointSlice).Ports)
+		if !reflect.DeepEqual(got[i], ps) {
+			t.Errorf("list %d: ports %v, want %v", i, got[i], ps)
+		}
+	}
+	if &got[0][0] != &got[1][0] {
+		t.Error("equal port lists are not one copy")
+	}
+	for i := 2; i < len(got); i++ {
+		for j := 0; j < i; j++ {
+			if &got[i][0] == &got[j][0] {
+				t.Errorf("lists %d and %d differ but share one copy", i, j)
+			}
+		}
+	}
+}

@@ -189,7 +189,7 @@ func TestBudgetEstimateBoundsPipeline(t *testing.T) {
 		t.Run(tc.name, func(t *testing.T) {
 			h := installGoldenCase(t, tc)
 			nn := types.NamespacedName{Namespace: tc.svc.Namespace, Name: tc.svc.Name}
-			est, ok := h.p.budget.entries[nn]
+			est, ok := h.p.budget.entries.get(nn)
 			require.True(t, ok)
 			got := serviceCost(h.p, nn)
 			require.GreaterOrEqual(t, est.cost, got, "the estimate must bound what is built")
@@ -210,16 +210,14 @@ func TestBudgetEstimateBoundsPipeline(t *testing.T) {
 func TestBudgetIncrementalMatchesRanking(t *testing.T) {
 	r := rand.New(rand.NewPCG(1, 2))
 	for round := range 200 {
-		b := newFlowBudget(10, 30)
+		b := newFlowBudget(10, 30, entryMap{})
 		for step := range 40 {
 			nn := types.NamespacedName{Namespace: "ns", Name: fmt.Sprintf("s%d", r.IntN(12))}
 			e := budgetEntry{cost: 1 + r.IntN(14), created: time.Unix(int64(r.IntN(5)), 0)}
 			b.set(nn, e, r.IntN(5) != 0)
 			b.settle()
-			fresh := newFlowBudget(10, 30)
-			for n, e := range b.entries {
-				fresh.entries[n] = e
-			}
+			fresh := newFlowBudget(10, 30, entryMap{})
+			b.entries.each(fresh.entries.put)
 			fresh.walk = true
 			fresh.settle()
 			require.Equal(t, refusedNames(fresh), refusedNames(b), "round %d step %d", round, step)

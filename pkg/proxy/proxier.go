@@ -135,10 +135,10 @@ func New(opts Options, bridge Bridge) (*Proxier, error) {
 		peers:          map[string][]netip.Addr{},
 		problems:       map[types.NamespacedName]*ServiceProblem{},
 		claims:         newClaimIndex(),
-		budget:         newFlowBudget(opts.MaxFlowsPerService, opts.MaxFlows),
 		exempt:         map[types.NamespacedName][]netip.Addr{},
 		addrIssues:     map[types.NamespacedName][]addrIssue{},
 	}
+	p.budget = newFlowBudget(opts.MaxFlowsPerService, opts.MaxFlows, recordEntries{p})
 	if err := p.useReconciler(opts.Reconciler, bridge); err != nil {
 		return nil, err
 	}

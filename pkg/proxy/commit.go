@@ -20,8 +20,9 @@ func (p *Proxier) commit(in *syncInput, pl *plan, rejected map[types.NamespacedN
 	defer p.mu.Unlock()
 	udp := p.collectSelected(in, pl)
 	for _, o := range pl.released {
-		p.groups.release(o)
-		p.groups.release(localOwner(o))
+		info := p.ownerMeta[o]
+		p.groups.freeID(info.gid)
+		p.groups.freeID(info.localGID)
 		p.groups.releaseSubs(subGroupsOf{o: o}, 0)
 		p.groups.releaseSubs(subGroupsOf{o: o, local: true}, 0)
 		delete(p.ownerMeta, o)

@@ -51,8 +51,9 @@ type Proxier struct {
 	groups         *groupIDs
 	ownerEndpoints map[owner]selected // what each UDP owner's groups selected at its last sync
 	ctFailed       bool               // the last conntrack reconciliation failed somewhere
-	ownerMeta      map[owner]ownerInfo
-	quarantine     map[types.NamespacedName]*quarantined
+	// ownerMeta holds each Service port owner's Service and group IDs (ownerInfo).
+	ownerMeta  map[owner]ownerInfo
+	quarantine map[types.NamespacedName]*quarantined
 	// svcNode and svcNodeGen are the node-level inputs of the last sync and their generation
 	// (inputs.go).
 	svcNode    svcNodeInputs

@@ -59,8 +59,8 @@ func (p *Proxier) commit(in *syncInput, pl *plan, rejected map[types.NamespacedN
 			}
 			continue
 		}
-		st := p.makeStatus(in.computed[nn], committed)
-		if old == nil || !samePorts(old.ports, st.ports) {
+		st := p.makeStatus(nn, in.computed[nn], committed)
+		if old == nil || !samePorts(nn, old.ports, st.ports) {
 			p.portsGen++
 		}
 		r := p.svcs[nn]

@@ -77,7 +77,7 @@ func TestBudgetPerServiceRefusesBeforeBuilding(t *testing.T) {
 	require.Equal(t, ProblemTooManyFlows, st.Problem.Reason)
 	require.Contains(t, st.Problem.Message, "more than the per-Service budget of 100")
 	require.Empty(t, st.Ports)
-	require.Empty(t, h.p.claims.of[nn], "a refused Service claims nothing")
+	require.Empty(t, h.p.claims.claimed(nn), "a refused Service claims nothing")
 	require.Zero(t, serviceCost(h.p, nn))
 	require.NotContains(t, h.bridge.Dump(), "192.0.2.1,")
 	require.NotContains(t, h.bridge.Dump(), "10.96.0.10")
@@ -98,7 +98,7 @@ func TestBudgetPerServiceRefusesBeforeBuilding(t *testing.T) {
 	require.Nil(t, st.Problem)
 	require.Len(t, st.Ports, 2)
 	require.Contains(t, h.bridge.Dump(), "192.0.2.3")
-	require.NotEmpty(t, h.p.claims.of[nn])
+	require.NotEmpty(t, h.p.claims.claimed(nn))
 
 	h.updateService(fits, huge)
 	h.sync()
@@ -107,7 +107,7 @@ func TestBudgetPerServiceRefusesBeforeBuilding(t *testing.T) {
 	require.Empty(t, st.Ports)
 	require.Zero(t, serviceCost(h.p, nn), "a Service grown over the budget keeps no flow")
 	require.NotContains(t, h.bridge.Dump(), "10.96.0.10")
-	require.Empty(t, h.p.claims.of[nn])
+	require.Empty(t, h.p.claims.claimed(nn))
 	require.Equal(t, []string{"ns1/huge " + ProblemTooManyFlows, "ns1/huge " + ProblemTooManyFlows}, events.events())
 }
 

@@ -31,9 +31,9 @@ type svcInputs struct {
 }
 
 // svcRecord is what the proxier keeps of one Service, in one record: its latest object, its
-// claims generation, its flow budget entry, the inputs of its last committed computation and
-// what that installed. It exists while the Service does, while it has a budget entry and while
-// a computation of it is committed. The sync goroutine
+// claims and claims generation, its flow budget entry, the inputs of its last committed
+// computation and what that installed. It exists while the Service does, while it has claims or
+// a budget entry and while a computation of it is committed. The sync goroutine
 // alone writes records and the map, the map and status under p.mu (Services reads them under
 // it); it reads them without.
 type svcRecord struct {
@@ -50,6 +50,33 @@ type svcRecord struct {
 	// (recordEntries).
 	budgetCost int
 	budgeted   bool
+	// claims are the Service's claims in the claims index (recordClaims; none: it claims
+	// nothing).
+	claims svcClaims
+}
+
+// recordClaims keeps the claims index's per-Service claims in the Service records. Only a
+// Service that exists claims anything (reclaim), so its record is there. Owned by the sync
+// goroutine.
+type recordClaims struct{ p *Proxier }
+
+func (rc recordClaims) get(nn types.NamespacedName) (svcClaims, bool) {
+	if r := rc.p.svcs[nn]; r != nil && len(r.claims.claims) > 0 {
+		return r.claims, true
+	}
+	return svcClaims{}, false
+}
+
+func (rc recordClaims) put(nn types.NamespacedName, sc svcClaims) { rc.p.svcs[nn].claims = sc }
+
+func (rc recordClaims) remove(nn types.NamespacedName) {
+	p := rc.p
+	if r := p.svcs[nn]; r != nil && len(r.claims.claims) > 0 {
+		r.claims = svcClaims{}
+		p.mu.Lock()
+		p.dropUnused(nn, r)
+		p.mu.Unlock()
+	}
 }
 
 // recordEntries keeps the flow budget's entries in the Service records: an entry's cost in
@@ -138,12 +165,13 @@ func (p *Proxier) setService(nn types.NamespacedName, svc *v1.Service) {
 }
 
 // dropUnused forgets r, nn's record, once it holds nothing: the Service is gone, it has no
-// flow budget entry and no computation of it is committed or installed; p.mu held. A gone Service's claims generation
+// flow budget entry and no claim, and no computation of it is committed or installed; p.mu
+// held. A gone Service's claims generation
 // is 0.
 func (p *Proxier) dropUnused(nn types.NamespacedName, r *svcRecord) {
 	if r.svc == nil {
 		r.claimGen = 0
-		if r.committed.svc == nil && r.status == nil && !r.budgeted {
+		if r.committed.svc == nil && r.status == nil && !r.budgeted && len(r.claims.claims) == 0 {
 			delete(p.svcs, nn)
 		}
 	}

@@ -135,11 +135,11 @@ func New(opts Options, bridge Bridge) (*Proxier, error) {
 		baseDirty:      true,
 		peers:          map[string][]netip.Addr{},
 		problems:       map[types.NamespacedName]*ServiceProblem{},
-		claims:         newClaimIndex(),
 		exempt:         map[types.NamespacedName][]netip.Addr{},
 		addrIssues:     map[types.NamespacedName][]addrIssue{},
 	}
 	p.budget = newFlowBudget(opts.MaxFlowsPerService, opts.MaxFlows, recordEntries{p})
+	p.claims = newClaimIndex(recordClaims{p})
 	if err := p.useReconciler(opts.Reconciler, bridge); err != nil {
 		return nil, err
 	}

@@ -53,7 +53,8 @@ func BenchmarkBudgetBytesPerEntry(b *testing.B) {
 				}
 				peak += stop() - before
 				retained += heapInUse() - before
-				entries += uint64(p.budget.entries[types.NamespacedName{Namespace: "ns1", Name: "big"}].cost)
+				e, _ := p.budget.entries.get(types.NamespacedName{Namespace: "ns1", Name: "big"})
+				entries += uint64(e.cost)
 				runtime.KeepAlive(p)
 			}
 			b.ReportMetric(float64(entries)/float64(b.N), "entries")

@@ -23,6 +23,35 @@ type budgetEntry struct {
 	created time.Time
 }
 
+// budgetEntries holds the flow budget's entries, one per Service that is present and not
+// skipped. The proxier keeps them in its Service records (recordEntries), so that the budget
+// costs no map of its own; entryMap holds them on their own (tests).
+type budgetEntries interface {
+	get(nn types.NamespacedName) (budgetEntry, bool)
+	put(nn types.NamespacedName, e budgetEntry)
+	remove(nn types.NamespacedName)
+	each(f func(types.NamespacedName, budgetEntry))
+	len() int
+}
+
+// entryMap is a budgetEntries of its own.
+type entryMap map[types.NamespacedName]budgetEntry
+
+func (m entryMap) get(nn types.NamespacedName) (budgetEntry, bool) {
+	e, ok := m[nn]
+	return e, ok
+}
+
+func (m entryMap) put(nn types.NamespacedName, e budgetEntry) { m[nn] = e }
+func (m entryMap) remove(nn types.NamespacedName)             { delete(m, nn) }
+func (m entryMap) len() int                                   { return len(m) }
+
+func (m entryMap) each(f func(types.NamespacedName, budgetEntry)) {
+	for nn, e := range m {
+		f(nn, e)
+	}
+}
+
 // refusal is why a Service is refused; global is set when the node's budget refused it.
 type refusal struct {
 	msg    string
@@ -36,7 +65,7 @@ type refusal struct {
 // Service's cost changes or it goes away. Owned by the sync goroutine.
 type flowBudget struct {
 	perService, total int
-	entries           map[types.NamespacedName]budgetEntry
+	entries           budgetEntries
 	refused           map[types.NamespacedName]refusal
 	// admitted is the sum of the admitted Services' costs; globals counts the refusals of the
 	// node's budget (while there are none, a change is decided without walking every Service).
@@ -45,9 +74,10 @@ type flowBudget struct {
 	walk bool
 }
 
-func newFlowBudget(perService, total int) *flowBudget {
-	return &flowBudget{perService: perService, total: total,
-		entries: map[types.NamespacedName]budgetEntry{}, refused: map[types.NamespacedName]refusal{}}
+// newFlowBudget returns a budget keeping its entries in entries.
+func newFlowBudget(perService, total int, entries budgetEntries) *flowBudget {
+	return &flowBudget{perService: perService, total: total, entries: entries,
+		refused: map[types.NamespacedName]refusal{}}
 }
 
 // isRefused reports whether nn gets no flow.
@@ -60,7 +90,7 @@ func (b *flowBudget) isRefused(nn types.NamespacedName) bool {
 // what can be decided without ranking every Service; it reports whether nn's admission
 // changed (when it returns false, settle may still change it).
 func (b *flowBudget) set(nn types.NamespacedName, e budgetEntry, present bool) bool {
-	old, had := b.entries[nn]
+	old, had := b.entries.get(nn)
 	was, wasRefused := b.refused[nn]
 	if had && !wasRefused {
 		b.admitted -= old.cost
@@ -70,12 +100,14 @@ func (b *flowBudget) set(nn types.NamespacedName, e budgetEntry, present bool) b
 	}
 	delete(b.refused, nn)
 	if !present {
-		delete(b.entries, nn)
+		if had {
+			b.entries.remove(nn)
+		}
 		// Leaving frees room for the Services the node's budget refused.
 		b.walk = b.walk || b.globals > 0
 		return wasRefused
 	}
-	b.entries[nn] = e
+	b.entries.put(nn, e)
 	switch {
 	case b.globals > 0 || b.walk:
 		// Room may have changed hands: settle ranks every Service.
@@ -108,20 +140,22 @@ func (b *flowBudget) settle() []types.NamespacedName {
 		return nil
 	}
 	b.walk = false
-	names := make([]types.NamespacedName, 0, len(b.entries))
-	for nn := range b.entries {
-		names = append(names, nn)
+	type ranked struct {
+		nn types.NamespacedName
+		budgetEntry
 	}
-	slices.SortFunc(names, func(x, y types.NamespacedName) int {
-		if c := b.entries[x].created.Compare(b.entries[y].created); c != 0 {
+	all := make([]ranked, 0, b.entries.len())
+	b.entries.each(func(nn types.NamespacedName, e budgetEntry) { all = append(all, ranked{nn, e}) })
+	slices.SortFunc(all, func(x, y ranked) int {
+		if c := x.created.Compare(y.created); c != 0 {
 			return c
 		}
-		return compareNames(x, y)
+		return compareNames(x.nn, y.nn)
 	})
 	old := b.refused
 	b.refused, b.admitted, b.globals = map[types.NamespacedName]refusal{}, 0, 0
-	for _, nn := range names {
-		cost := b.entries[nn].cost
+	for _, r := range all {
+		nn, cost := r.nn, r.cost
 		switch {
 		case cost > b.perService:
 			b.refused[nn] = refusal{msg: b.perServiceMsg(cost)}
@@ -177,8 +211,10 @@ func (p *Proxier) noteBudget(changed sets.Set[types.NamespacedName], all bool) [
 		}
 	}
 	if all {
-		for nn := range p.budget.entries {
-			if p.service(nn) == nil {
+		// The Services gone with an entry left first, then every present one (the entries live
+		// in the records, see recordEntries).
+		for nn, r := range p.svcs {
+			if r.svc == nil && r.budgeted {
 				note(nn)
 			}
 		}

@@ -77,7 +77,7 @@ func TestBudgetPerServiceRefusesBeforeBuilding(t *testing.T) {
 	require.Equal(t, ProblemTooManyFlows, st.Problem.Reason)
 	require.Contains(t, st.Problem.Message, "more than the per-Service budget of 100")
 	require.Empty(t, st.Ports)
-	require.Empty(t, h.p.claims.of[nn], "a refused Service claims nothing")
+	require.Empty(t, h.p.claims.claimed(nn), "a refused Service claims nothing")
 	require.Zero(t, serviceCost(h.p, nn))
 	require.NotContains(t, h.bridge.Dump(), "192.0.2.1,")
 	require.NotContains(t, h.bridge.Dump(), "10.96.0.10")
@@ -98,7 +98,7 @@ func TestBudgetPerServiceRefusesBeforeBuilding(t *testing.T) {
 	require.Nil(t, st.Problem)
 	require.Len(t, st.Ports, 2)
 	require.Contains(t, h.bridge.Dump(), "192.0.2.3")
-	require.NotEmpty(t, h.p.claims.of[nn])
+	require.NotEmpty(t, h.p.claims.claimed(nn))
 
 	h.updateService(fits, huge)
 	h.sync()
@@ -107,7 +107,7 @@ func TestBudgetPerServiceRefusesBeforeBuilding(t *testing.T) {
 	require.Empty(t, st.Ports)
 	require.Zero(t, serviceCost(h.p, nn), "a Service grown over the budget keeps no flow")
 	require.NotContains(t, h.bridge.Dump(), "10.96.0.10")
-	require.Empty(t, h.p.claims.of[nn])
+	require.Empty(t, h.p.claims.claimed(nn))
 	require.Equal(t, []string{"ns1/huge " + ProblemTooManyFlows, "ns1/huge " + ProblemTooManyFlows}, events.events())
 }
 
@@ -189,7 +189,7 @@ func TestBudgetEstimateBoundsPipeline(t *testing.T) {
 		t.Run(tc.name, func(t *testing.T) {
 			h := installGoldenCase(t, tc)
 			nn := types.NamespacedName{Namespace: tc.svc.Namespace, Name: tc.svc.Name}
-			est, ok := h.p.budget.entries[nn]
+			est, ok := h.p.budget.entries.get(nn)
 			require.True(t, ok)
 			got := serviceCost(h.p, nn)
 			require.GreaterOrEqual(t, est.cost, got, "the estimate must bound what is built")
@@ -210,16 +210,14 @@ func TestBudgetEstimateBoundsPipeline(t *testing.T) {
 func TestBudgetIncrementalMatchesRanking(t *testing.T) {
 	r := rand.New(rand.NewPCG(1, 2))
 	for round := range 200 {
-		b := newFlowBudget(10, 30)
+		b := newFlowBudget(10, 30, entryMap{})
 		for step := range 40 {
 			nn := types.NamespacedName{Namespace: "ns", Name: fmt.Sprintf("s%d", r.IntN(12))}
 			e := budgetEntry{cost: 1 + r.IntN(14), created: time.Unix(int64(r.IntN(5)), 0)}
 			b.set(nn, e, r.IntN(5) != 0)
 			b.settle()
-			fresh := newFlowBudget(10, 30)
-			for n, e := range b.entries {
-				fresh.entries[n] = e
-			}
+			fresh := newFlowBudget(10, 30, entryMap{})
+			b.entries.each(fresh.entries.put)
 			fresh.walk = true
 			fresh.settle()
 			require.Equal(t, refusedNames(fresh), refusedNames(b), "round %d step %d", round, step)

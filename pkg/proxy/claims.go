@@ -61,41 +61,88 @@ func (c claimant) before(o claimant) bool {
 // wins. The owners are a function of the set of claims only, never of the order they came in.
 // Two ClusterIP claims on one address (the API server allocates them uniquely) are left to
 // the flow state's per-key handling.
+//
+// It keeps a Service's name per claim and its creation time once, with its claims (of): a
+// claimant's rank is read from there.
 type claimIndex struct {
-	// cluster holds the ClusterIP claimants of each address.
-	cluster map[netip.Addr][]claimant
+	// cluster holds the first ClusterIP claimant of each address, clusterMore the others of an
+	// address claimed more than once (almost never: ClusterIPs are allocated uniquely).
+	cluster     map[netip.Addr]types.NamespacedName
+	clusterMore map[netip.Addr][]types.NamespacedName
 	// external holds the external claimants of each tuple, and byAddr the tuples claimed
 	// externally on each address.
-	external map[tupleKey][]claimant
+	external map[tupleKey][]types.NamespacedName
 	byAddr   map[netip.Addr]map[tupleKey]struct{}
-	// of holds each Service's claims (what set replaces).
-	of map[types.NamespacedName][]claim
+	// of holds each Service's claims and creation time (what set replaces, what ranks it).
+	of claimStore
 }
 
-func newClaimIndex() *claimIndex {
-	return &claimIndex{cluster: map[netip.Addr][]claimant{}, external: map[tupleKey][]claimant{},
-		byAddr: map[netip.Addr]map[tupleKey]struct{}{}, of: map[types.NamespacedName][]claim{}}
+// svcClaims are a Service's claims (never empty) and the creation time they were set with.
+type svcClaims struct {
+	created time.Time
+	claims  []claim
 }
 
-// first returns the claimant that comes first in cs; ok false for none.
-func first(cs []claimant) (best claimant, ok bool) {
-	for i, c := range cs {
-		if i == 0 || c.before(best) {
-			best = c
+// claimStore keeps each claiming Service's svcClaims. The proxier keeps them in its Service
+// records (recordClaims), so that the index has no per-Service map of its own; claimMap keeps
+// them on their own (tests).
+type claimStore interface {
+	get(svc types.NamespacedName) (svcClaims, bool)
+	put(svc types.NamespacedName, sc svcClaims)
+	remove(svc types.NamespacedName)
+}
+
+// claimMap is a claimStore of its own.
+type claimMap map[types.NamespacedName]svcClaims
+
+func (m claimMap) get(svc types.NamespacedName) (svcClaims, bool) {
+	sc, ok := m[svc]
+	return sc, ok
+}
+
+func (m claimMap) put(svc types.NamespacedName, sc svcClaims) { m[svc] = sc }
+func (m claimMap) remove(svc types.NamespacedName)            { delete(m, svc) }
+
+// newClaimIndex returns an empty index keeping the Services' claims in of.
+func newClaimIndex(of claimStore) *claimIndex {
+	return &claimIndex{cluster: map[netip.Addr]types.NamespacedName{}, clusterMore: map[netip.Addr][]types.NamespacedName{},
+		external: map[tupleKey][]types.NamespacedName{}, byAddr: map[netip.Addr]map[tupleKey]struct{}{}, of: of}
+}
+
+// claimed returns svc's claims (none: it claims nothing).
+func (x *claimIndex) claimed(svc types.NamespacedName) []claim {
+	sc, _ := x.of.get(svc)
+	return sc.claims
+}
+
+// claimant returns svc as a claimant of kind, with its creation time.
+func (x *claimIndex) claimant(svc types.NamespacedName, kind claimKind) claimant {
+	sc, _ := x.of.get(svc)
+	return claimant{svc: svc, kind: kind, created: sc.created}
+}
+
+// first returns the claimant that comes first among the Services of kind in lists; ok false
+// for none.
+func (x *claimIndex) first(kind claimKind, lists ...[]types.NamespacedName) (best claimant, ok bool) {
+	for _, l := range lists {
+		for _, svc := range l {
+			if c := x.claimant(svc, kind); !ok || c.before(best) {
+				best, ok = c, true
+			}
 		}
 	}
-	return best, len(cs) > 0
+	return best, ok
 }
 
 // owner returns the owner of an external claim on k: the ClusterIP claimant of its address if
 // there is one, else the first external claimant.
 func (x *claimIndex) owner(k tupleKey) (claimant, bool) {
 	if k.addr.IsValid() {
-		if c, ok := first(x.cluster[k.addr]); ok {
-			return c, true
+		if svc, ok := x.cluster[k.addr]; ok {
+			return x.first(claimClusterIP, []types.NamespacedName{svc}, x.clusterMore[k.addr])
 		}
 	}
-	return first(x.external[k])
+	return x.first(claimExternal, x.external[k])
 }
 
 // lost returns who owns k when it is not svc: ok false when svc owns it (or nobody claims it).
@@ -110,8 +157,9 @@ func (x *claimIndex) lost(svc types.NamespacedName, k tupleKey) (claimant, bool)
 // set replaces svc's claims with claims (none: svc is gone) and returns every Service whose
 // outcome may have changed: the claimants of every tuple whose owner changed, svc included.
 func (x *claimIndex) set(svc types.NamespacedName, created time.Time, claims []claim) []types.NamespacedName {
-	old := x.of[svc]
-	if slices.Equal(old, claims) && (len(claims) == 0 || x.createdOf(svc, claims[0]) == created) {
+	prev, _ := x.of.get(svc)
+	old := prev.claims
+	if slices.Equal(old, claims) && (len(claims) == 0 || prev.created == created) {
 		return nil
 	}
 	touched := x.touched(old, claims)
@@ -128,7 +176,7 @@ func (x *claimIndex) set(svc types.NamespacedName, created time.Time, claims []c
 			continue
 		}
 		for _, c := range x.external[k] {
-			affected[c.svc] = struct{}{}
+			affected[c] = struct{}{}
 		}
 		for _, c := range []claimant{before[k], after} {
 			if c.svc.Name != "" {
@@ -142,20 +190,6 @@ func (x *claimIndex) set(svc types.NamespacedName, created time.Time, claims []c
 	}
 	slices.SortFunc(out, compareNames)
 	return out
-}
-
-// createdOf returns the creation time svc's claim c was recorded with.
-func (x *claimIndex) createdOf(svc types.NamespacedName, c claim) time.Time {
-	list := x.external[c.key]
-	if c.kind == claimClusterIP {
-		list = x.cluster[c.key.addr]
-	}
-	for _, cl := range list {
-		if cl.svc == svc {
-			return cl.created
-		}
-	}
-	return time.Time{}
 }
 
 // touched returns the external tuples whose owner claims in old or in claims can change: their
@@ -181,21 +215,18 @@ func (x *claimIndex) touched(old, claims []claim) []tupleKey {
 	return out
 }
 
+// remove forgets svc's claims, claims.
 func (x *claimIndex) remove(svc types.NamespacedName, claims []claim) {
-	drop := func(cs []claimant) []claimant {
-		return slices.DeleteFunc(cs, func(c claimant) bool { return c.svc == svc })
+	drop := func(l []types.NamespacedName) []types.NamespacedName {
+		return slices.DeleteFunc(l, func(c types.NamespacedName) bool { return c == svc })
 	}
 	for _, c := range claims {
 		if c.kind == claimClusterIP {
-			if cs := drop(x.cluster[c.key.addr]); len(cs) > 0 {
-				x.cluster[c.key.addr] = cs
-			} else {
-				delete(x.cluster, c.key.addr)
-			}
+			x.removeCluster(svc, c.key.addr)
 			continue
 		}
-		if cs := drop(x.external[c.key]); len(cs) > 0 {
-			x.external[c.key] = cs
+		if l := drop(x.external[c.key]); len(l) > 0 {
+			x.external[c.key] = l
 			continue
 		}
 		delete(x.external, c.key)
@@ -206,21 +237,46 @@ func (x *claimIndex) remove(svc types.NamespacedName, claims []claim) {
 			}
 		}
 	}
-	delete(x.of, svc)
+	if len(claims) > 0 {
+		x.of.remove(svc)
+	}
+}
+
+// removeCluster forgets svc's ClusterIP claim on addr.
+func (x *claimIndex) removeCluster(svc types.NamespacedName, addr netip.Addr) {
+	more := x.clusterMore[addr]
+	if x.cluster[addr] == svc {
+		if len(more) == 0 {
+			delete(x.cluster, addr)
+			return
+		}
+		// Another claimant takes the first place; which one does not matter (first ranks).
+		x.cluster[addr], more = more[len(more)-1], more[:len(more)-1]
+	} else {
+		more = slices.DeleteFunc(more, func(c types.NamespacedName) bool { return c == svc })
+	}
+	if len(more) == 0 {
+		delete(x.clusterMore, addr)
+	} else {
+		x.clusterMore[addr] = more
+	}
 }
 
 func (x *claimIndex) add(svc types.NamespacedName, created time.Time, claims []claim) {
 	if len(claims) == 0 {
 		return
 	}
-	x.of[svc] = claims
+	x.of.put(svc, svcClaims{created: created, claims: claims})
 	for _, c := range claims {
-		cl := claimant{svc: svc, kind: c.kind, created: created}
 		if c.kind == claimClusterIP {
-			x.cluster[c.key.addr] = append(x.cluster[c.key.addr], cl)
+			if _, taken := x.cluster[c.key.addr]; taken {
+				x.clusterMore[c.key.addr] = append(x.clusterMore[c.key.addr], svc)
+			} else {
+				x.cluster[c.key.addr] = svc
+			}
 			continue
 		}
-		x.external[c.key] = append(x.external[c.key], cl)
+		x.external[c.key] = append(x.external[c.key], svc)
 		if x.byAddr[c.key.addr] == nil {
 			x.byAddr[c.key.addr] = map[tupleKey]struct{}{}
 		}

@@ -20,8 +20,9 @@ func (p *Proxier) commit(in *syncInput, pl *plan, rejected map[types.NamespacedN
 	defer p.mu.Unlock()
 	udp := p.collectSelected(in, pl)
 	for _, o := range pl.released {
-		p.groups.release(o)
-		p.groups.release(localOwner(o))
+		info := p.ownerMeta[o]
+		p.groups.freeID(info.gid)
+		p.groups.freeID(info.localGID)
 		p.groups.releaseSubs(subGroupsOf{o: o}, 0)
 		p.groups.releaseSubs(subGroupsOf{o: o, local: true}, 0)
 		delete(p.ownerMeta, o)
@@ -58,8 +59,8 @@ func (p *Proxier) commit(in *syncInput, pl *plan, rejected map[types.NamespacedN
 			}
 			continue
 		}
-		st := p.makeStatus(in.computed[nn], committed)
-		if old == nil || !samePorts(old.ports, st.ports) {
+		st := p.makeStatus(nn, in.computed[nn], committed)
+		if old == nil || !samePorts(nn, old.ports, st.ports) {
 			p.portsGen++
 		}
 		r := p.svcs[nn]

@@ -70,7 +70,7 @@ func (p *Proxier) newComputation(node pipeline.NodeConfig, capacity int) *comput
 		names: make([]types.NamespacedName, 0, capacity), jobs: make([]svcJob, 0, capacity)}
 }
 
-// prepare adds nn to the computation: its owners (recorded in ownerMeta), their group IDs and
+// prepare adds nn to the computation: its owners and their group IDs (recorded in ownerMeta) and
 // the Service's EndpointSlices. Call it on the sync goroutine, in name order (group IDs are
 // allocated in that order).
 func (c *computation) prepare(nn types.NamespacedName) {
@@ -162,11 +162,19 @@ func (c *computation) owners(nn types.NamespacedName, created time.Time, ports [
 				continue
 			}
 			o := ownerOf(sp.Name, ipv6)
-			p.ownerMeta[o] = ownerInfo{name: nn, created: created}
-			d := desired{owner: o, clusterGID: p.groups.get(o), port: sp, ipv6: ipv6}
-			if sp.InternalPolicyLocal || sp.ExternalPolicyLocal {
-				d.localGID = p.groups.get(localOwner(o))
+			info := p.ownerMeta[o]
+			info.name, info.created = nn, created
+			if info.gid == 0 {
+				info.gid = p.groups.alloc()
 			}
+			d := desired{owner: o, clusterGID: info.gid, port: sp, ipv6: ipv6}
+			if sp.InternalPolicyLocal || sp.ExternalPolicyLocal {
+				if info.localGID == 0 {
+					info.localGID = p.groups.alloc()
+				}
+				d.localGID = info.localGID
+			}
+			p.ownerMeta[o] = info
 			out = append(out, d)
 		}
 	}

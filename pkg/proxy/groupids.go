@@ -3,6 +3,8 @@ package proxy
 // groupIDs hands out OpenFlow group IDs to owners. An ID is stable for as long as its owner
 // exists and is reused only after the owner's removal was committed to OVS.
 type groupIDs struct {
+	// byOwner holds the IDs of the second-level groups' owners (subOwner); a Service port's
+	// cluster and local group IDs are in its ownerInfo.
 	byOwner map[owner]uint32
 	free    []uint32
 	next    uint32
@@ -20,15 +22,29 @@ func (g *groupIDs) get(o owner) uint32 {
 	if id, ok := g.byOwner[o]; ok {
 		return id
 	}
-	var id uint32
-	if n := len(g.free); n > 0 {
-		id, g.free = g.free[n-1], g.free[:n-1]
-	} else {
-		id = g.next
-		g.next++
-	}
+	id := g.alloc()
 	g.byOwner[o] = id
 	return id
+}
+
+// alloc returns an unused ID, the last one freed first. A Service port's own group IDs are kept
+// in its ownerInfo (p.ownerMeta) and allocated and freed here; byOwner holds the others.
+func (g *groupIDs) alloc() uint32 {
+	if n := len(g.free); n > 0 {
+		id := g.free[n-1]
+		g.free = g.free[:n-1]
+		return id
+	}
+	id := g.next
+	g.next++
+	return id
+}
+
+// freeID makes id available again (0: none).
+func (g *groupIDs) freeID(id uint32) {
+	if id != 0 {
+		g.free = append(g.free, id)
+	}
 }
 
 // lookup returns the owner's ID without allocating.
@@ -41,6 +57,6 @@ func (g *groupIDs) lookup(o owner) (uint32, bool) {
 func (g *groupIDs) release(o owner) {
 	if id, ok := g.byOwner[o]; ok {
 		delete(g.byOwner, o)
-		g.free = append(g.free, id)
+		g.freeID(id)
 	}
 }

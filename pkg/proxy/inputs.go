@@ -2,6 +2,7 @@ package proxy
 
 import (
 	"fmt"
+	"time"
 
 	v1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/types"
@@ -30,8 +31,9 @@ type svcInputs struct {
 }
 
 // svcRecord is what the proxier keeps of one Service, in one record: its latest object, its
-// claims generation, the inputs of its last committed computation and what that installed. It
-// exists while the Service does and while a computation of it is committed. The sync goroutine
+// claims and claims generation, its flow budget entry, the inputs of its last committed
+// computation and what that installed. It exists while the Service does, while it has claims or
+// a budget entry and while a computation of it is committed. The sync goroutine
 // alone writes records and the map, the map and status under p.mu (Services reads them under
 // it); it reads them without.
 type svcRecord struct {
@@ -44,6 +46,94 @@ type svcRecord struct {
 	committed svcInputs
 	// status is what the committed computation installed (nil: nothing; guarded by p.mu).
 	status *serviceStatus
+	// budgetCost is the Service's estimated cost in the flow budget when budgeted is set
+	// (recordEntries).
+	budgetCost int
+	budgeted   bool
+	// claims are the Service's claims in the claims index (recordClaims; none: it claims
+	// nothing).
+	claims svcClaims
+}
+
+// recordClaims keeps the claims index's per-Service claims in the Service records. Only a
+// Service that exists claims anything (reclaim), so its record is there. Owned by the sync
+// goroutine.
+type recordClaims struct{ p *Proxier }
+
+func (rc recordClaims) get(nn types.NamespacedName) (svcClaims, bool) {
+	if r := rc.p.svcs[nn]; r != nil && len(r.claims.claims) > 0 {
+		return r.claims, true
+	}
+	return svcClaims{}, false
+}
+
+func (rc recordClaims) put(nn types.NamespacedName, sc svcClaims) { rc.p.svcs[nn].claims = sc }
+
+func (rc recordClaims) remove(nn types.NamespacedName) {
+	p := rc.p
+	if r := p.svcs[nn]; r != nil && len(r.claims.claims) > 0 {
+		r.claims = svcClaims{}
+		p.mu.Lock()
+		p.dropUnused(nn, r)
+		p.mu.Unlock()
+	}
+}
+
+// recordEntries keeps the flow budget's entries in the Service records: an entry's cost in
+// budgetCost, its creation time that of the record's object. The budget notes every Service
+// whose object changed before it ranks (noteBudget), so an entry's creation time is always that
+// of the object it was estimated from. Owned by the sync goroutine.
+type recordEntries struct{ p *Proxier }
+
+func (re recordEntries) get(nn types.NamespacedName) (budgetEntry, bool) {
+	r := re.p.svcs[nn]
+	if r == nil || !r.budgeted {
+		return budgetEntry{}, false
+	}
+	return budgetEntry{cost: r.budgetCost, created: createdOf(r.svc)}, true
+}
+
+// put records nn's entry; nn's record exists (the budget has entries for present Services
+// only).
+func (re recordEntries) put(nn types.NamespacedName, e budgetEntry) {
+	r := re.p.svcs[nn]
+	r.budgetCost, r.budgeted = e.cost, true
+}
+
+func (re recordEntries) remove(nn types.NamespacedName) {
+	p := re.p
+	if r := p.svcs[nn]; r != nil && r.budgeted {
+		r.budgetCost, r.budgeted = 0, false
+		p.mu.Lock()
+		p.dropUnused(nn, r)
+		p.mu.Unlock()
+	}
+}
+
+func (re recordEntries) each(f func(types.NamespacedName, budgetEntry)) {
+	for nn, r := range re.p.svcs {
+		if r.budgeted {
+			f(nn, budgetEntry{cost: r.budgetCost, created: createdOf(r.svc)})
+		}
+	}
+}
+
+func (re recordEntries) len() int {
+	n := 0
+	for _, r := range re.p.svcs {
+		if r.budgeted {
+			n++
+		}
+	}
+	return n
+}
+
+// createdOf returns svc's creation time (zero for nil).
+func createdOf(svc *v1.Service) time.Time {
+	if svc == nil {
+		return time.Time{}
+	}
+	return svc.CreationTimestamp.Time
 }
 
 // statusOf returns what nn has installed, nil when nothing.
@@ -74,13 +164,14 @@ func (p *Proxier) setService(nn types.NamespacedName, svc *v1.Service) {
 	}
 }
 
-// dropUnused forgets r, nn's record, once it holds nothing: the Service is gone and no
-// computation of it is committed or installed; p.mu held. A gone Service's claims generation
+// dropUnused forgets r, nn's record, once it holds nothing: the Service is gone, it has no
+// flow budget entry and no claim, and no computation of it is committed or installed; p.mu
+// held. A gone Service's claims generation
 // is 0.
 func (p *Proxier) dropUnused(nn types.NamespacedName, r *svcRecord) {
 	if r.svc == nil {
 		r.claimGen = 0
-		if r.committed.svc == nil && r.status == nil {
+		if r.committed.svc == nil && r.status == nil && !r.budgeted && len(r.claims.claims) == 0 {
 			delete(p.svcs, nn)
 		}
 	}

@@ -53,7 +53,7 @@ func buildPlan(b *reconciler.Batch, installed func(types.NamespacedName) *servic
 		if owners != nil {
 			pl.newOwners[nn] = owners
 		}
-		for _, o := range installed(nn).ownerList() {
+		for _, o := range installed(nn).ownerList(nn) {
 			if !slices.Contains(owners, o) {
 				tx.Delete(o)
 				pl.released = append(pl.released, o)

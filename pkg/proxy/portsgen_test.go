@@ -1,10 +1,15 @@
 package proxy
 
 import (
+	"net/netip"
+	"reflect"
 	"testing"
 
 	v1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
+
+	"github.com/antrea-proxy/antrea-proxy/pkg/model"
 )
 
 // TestPortsGeneration: the generation moves with what Services and NodePortAddresses report of
@@ -58,4 +63,37 @@ func TestPortsGeneration(t *testing.T) {
 	moved("the node's address (its NodePort address) changed")
 	h.fullSync()
 	same("an idle full resync after the node change")
+}
+
+// TestPortDefRoundTrip: a status gives back every port exactly as it was kept, field for field
+// (nil and empty lists apart), whether it is kept in its compact form or whole.
+func TestPortDefRoundTrip(t *testing.T) {
+	nn := types.NamespacedName{Namespace: "ns", Name: "web"}
+	name := model.ServicePortName{NamespacedName: nn, Port: "http", Protocol: model.TCP}
+	plain := model.ServicePort{Name: name, ClusterIPs: []netip.Addr{netip.MustParseAddr("10.96.0.1")}, Port: 80,
+		Protocol: model.TCP, NodePort: 30080, ExternalPolicyLocal: true, InternalPolicyLocal: true}
+	cases := map[string]func(*model.ServicePort){
+		"plain":                func(*model.ServicePort) {},
+		"no ClusterIP":         func(sp *model.ServicePort) { sp.ClusterIPs = nil },
+		"empty ExternalIPs":    func(sp *model.ServicePort) { sp.ExternalIPs = []netip.Addr{} },
+		"ExternalIPs":          func(sp *model.ServicePort) { sp.ExternalIPs = []netip.Addr{netip.MustParseAddr("203.0.113.7")} },
+		"LB ingress":           func(sp *model.ServicePort) { sp.LoadBalancerIngress = []model.LBIngress{} },
+		"source ranges":        func(sp *model.ServicePort) { sp.SourceRanges = []netip.Prefix{} },
+		"affinity":             func(sp *model.ServicePort) { sp.StickyMaxAgeSeconds = 60 },
+		"health check":         func(sp *model.ServicePort) { sp.HealthCheckNodePort = 31000 },
+		"traffic distribution": func(sp *model.ServicePort) { sp.TrafficDistribution = "PreferClose" },
+		"other protocol name":  func(sp *model.ServicePort) { sp.Name.Protocol = model.UDP },
+		"other Service name":   func(sp *model.ServicePort) { sp.Name.Name = "other" },
+	}
+	for what, change := range cases {
+		sp := plain
+		change(&sp)
+		d := makePortDef(nn, sp)
+		if got := d.servicePort(nn); !reflect.DeepEqual(got, sp) {
+			t.Errorf("%s: kept %+v, got back %+v", what, sp, got)
+		}
+		if got := d.portName(nn); got != sp.Name {
+			t.Errorf("%s: port name %v, got back %v", what, sp.Name, got)
+		}
+	}
 }

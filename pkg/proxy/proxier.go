@@ -51,8 +51,9 @@ type Proxier struct {
 	groups         *groupIDs
 	ownerEndpoints map[owner]selected // what each UDP owner's groups selected at its last sync
 	ctFailed       bool               // the last conntrack reconciliation failed somewhere
-	ownerMeta      map[owner]ownerInfo
-	quarantine     map[types.NamespacedName]*quarantined
+	// ownerMeta holds each Service port owner's Service and group IDs (ownerInfo).
+	ownerMeta  map[owner]ownerInfo
+	quarantine map[types.NamespacedName]*quarantined
 	// svcNode and svcNodeGen are the node-level inputs of the last sync and their generation
 	// (inputs.go).
 	svcNode    svcNodeInputs
@@ -134,11 +135,11 @@ func New(opts Options, bridge Bridge) (*Proxier, error) {
 		baseDirty:      true,
 		peers:          map[string][]netip.Addr{},
 		problems:       map[types.NamespacedName]*ServiceProblem{},
-		claims:         newClaimIndex(),
-		budget:         newFlowBudget(opts.MaxFlowsPerService, opts.MaxFlows),
 		exempt:         map[types.NamespacedName][]netip.Addr{},
 		addrIssues:     map[types.NamespacedName][]addrIssue{},
 	}
+	p.budget = newFlowBudget(opts.MaxFlowsPerService, opts.MaxFlows, recordEntries{p})
+	p.claims = newClaimIndex(recordClaims{p})
 	if err := p.useReconciler(opts.Reconciler, bridge); err != nil {
 		return nil, err
 	}

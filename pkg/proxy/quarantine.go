@@ -45,10 +45,14 @@ func quarantineBackoff(retries int) time.Duration {
 	return min(d, quarantineMaxBackoff)
 }
 
-// ownerInfo is the Service an owner belongs to and when it was created (contest ranking).
+// ownerInfo is what the proxier keeps of one owner (a Service port in one family, from its
+// first computation until its removal is committed): the Service it belongs to and when that was
+// created (contest ranking), and its cluster and local group IDs (0: none allocated). One map
+// holds both, so an owner costs one entry.
 type ownerInfo struct {
-	name    types.NamespacedName
-	created time.Time
+	name          types.NamespacedName
+	created       time.Time
+	gid, localGID uint32
 }
 
 // rankOwners orders owners for a contested flow key: the node-level flows first, then the

@@ -21,9 +21,9 @@ type serviceStatus struct {
 }
 
 // portStatus is a PortStatus as the proxier keeps it, one per installed Service port and
-// family: its numbers in 32 bits (PortStatus converts).
+// family: its numbers in 32 bits (PortStatus converts) and its port in portDef.
 type portStatus struct {
-	port                  model.ServicePort
+	def                   portDef
 	cookie                uint64
 	groupID, localGroupID uint32
 	buckets, flows        uint32
@@ -32,23 +32,69 @@ type portStatus struct {
 	ipv6      bool
 }
 
-// PortStatus returns the PortStatus ps keeps.
-func (ps *portStatus) PortStatus() PortStatus {
+// portDef keeps a model.ServicePort of a Service: most ports have only a name, protocol,
+// ClusterIPs, port, NodePort and traffic policies, which it holds itself (the Service's name is
+// its status's key); a port with any other field set, or a name that is not its Service's and
+// protocol's, is kept whole in full. The port it gives back is the one it was made from, field
+// for field (nil lists stay nil).
+type portDef struct {
+	full           *model.ServicePort
+	name           string
+	protocol       model.Protocol
+	clusterIPs     []netip.Addr
+	port, nodePort uint16
+	// externalLocal and internalLocal are ExternalPolicyLocal and InternalPolicyLocal.
+	externalLocal, internalLocal bool
+}
+
+// makePortDef keeps sp, a port of Service nn.
+func makePortDef(nn types.NamespacedName, sp model.ServicePort) portDef {
+	if sp.Name.NamespacedName != nn || sp.Name.Protocol != sp.Protocol || sp.ExternalIPs != nil ||
+		sp.LoadBalancerIngress != nil || sp.SourceRanges != nil || sp.StickyMaxAgeSeconds != 0 ||
+		sp.HealthCheckNodePort != 0 || sp.TrafficDistribution != "" {
+		full := new(model.ServicePort)
+		*full = sp
+		return portDef{full: full}
+	}
+	return portDef{name: sp.Name.Port, protocol: sp.Protocol, clusterIPs: sp.ClusterIPs, port: sp.Port,
+		nodePort: sp.NodePort, externalLocal: sp.ExternalPolicyLocal, internalLocal: sp.InternalPolicyLocal}
+}
+
+// servicePort returns the port of Service nn that d keeps.
+func (d *portDef) servicePort(nn types.NamespacedName) model.ServicePort {
+	if d.full != nil {
+		return *d.full
+	}
+	return model.ServicePort{Name: d.portName(nn), ClusterIPs: d.clusterIPs, Port: d.port, Protocol: d.protocol,
+		NodePort: d.nodePort, ExternalPolicyLocal: d.externalLocal, InternalPolicyLocal: d.internalLocal}
+}
+
+// portName returns the name of the port of Service nn that d keeps.
+func (d *portDef) portName(nn types.NamespacedName) model.ServicePortName {
+	if d.full != nil {
+		return d.full.Name
+	}
+	return model.ServicePortName{NamespacedName: nn, Port: d.name, Protocol: d.protocol}
+}
+
+// PortStatus returns the PortStatus ps, a port of Service nn, keeps.
+func (ps *portStatus) PortStatus(nn types.NamespacedName) PortStatus {
 	e := ps.endpoints
-	return PortStatus{Port: ps.port, IPv6: ps.ipv6, GroupID: ps.groupID, LocalGroupID: ps.localGroupID,
+	return PortStatus{Port: ps.def.servicePort(nn), IPv6: ps.ipv6, GroupID: ps.groupID, LocalGroupID: ps.localGroupID,
 		Buckets: int(ps.buckets), Flows: int(ps.flows), Cookie: ps.cookie,
 		Endpoints: EndpointCounts{Total: int(e[0]), Local: int(e[1]), Ready: int(e[2]), Serving: int(e[3]), Terminating: int(e[4])}}
 }
 
-// ownerList returns st's owners, those of its ports in order (none for a nil st): a port's
-// owner is named after the port and its family (ownerOf), so it is not kept.
-func (st *serviceStatus) ownerList() []owner {
+// ownerList returns the owners of st, the status of Service nn: those of its ports in order
+// (none for a nil st). A port's owner is named after the port and its family (ownerOf), so it
+// is not kept.
+func (st *serviceStatus) ownerList(nn types.NamespacedName) []owner {
 	if st == nil {
 		return nil
 	}
 	out := make([]owner, len(st.ports))
 	for i := range st.ports {
-		out[i] = ownerOf(st.ports[i].port.Name, st.ports[i].ipv6)
+		out[i] = ownerOf(st.ports[i].def.portName(nn), st.ports[i].ipv6)
 	}
 	return out
 }
@@ -102,8 +148,8 @@ type ServiceProblem struct {
 	NextRetry time.Time
 }
 
-// makeStatus returns the status of a Service committed at *now with want.
-func (p *Proxier) makeStatus(want []desired, now *time.Time) *serviceStatus {
+// makeStatus returns the status of Service nn committed at *now with want.
+func (p *Proxier) makeStatus(nn types.NamespacedName, want []desired, now *time.Time) *serviceStatus {
 	st := &serviceStatus{ports: make([]portStatus, 0, len(want)), lastSync: now}
 	flows := make([]int, len(want))
 	p.bridgeState.Read(func(s *reconciler.State) {
@@ -112,7 +158,7 @@ func (p *Proxier) makeStatus(want []desired, now *time.Time) *serviceStatus {
 		}
 	})
 	for i, d := range want {
-		ps := portStatus{port: d.port, ipv6: d.ipv6, flows: uint32(flows[i])}
+		ps := portStatus{def: makePortDef(nn, d.port), ipv6: d.ipv6, flows: uint32(flows[i])}
 		for _, ep := range d.endpoints {
 			if ep.IP.Is6() != d.ipv6 {
 				continue
@@ -134,14 +180,15 @@ func (p *Proxier) makeStatus(want []desired, now *time.Time) *serviceStatus {
 	return st
 }
 
-// portStatuses returns the PortStatus of each of st's ports (nil for none).
-func (st *serviceStatus) portStatuses() []PortStatus {
+// portStatuses returns the PortStatus of each of st's ports, those of Service nn (nil for
+// none).
+func (st *serviceStatus) portStatuses(nn types.NamespacedName) []PortStatus {
 	if len(st.ports) == 0 {
 		return nil
 	}
 	out := make([]PortStatus, len(st.ports))
 	for i := range st.ports {
-		out[i] = st.ports[i].PortStatus()
+		out[i] = st.ports[i].PortStatus(nn)
 	}
 	return out
 }
@@ -157,7 +204,7 @@ func (p *Proxier) Services() []ServiceStatus {
 		if st == nil {
 			continue
 		}
-		out = append(out, ServiceStatus{Name: nn, Ports: st.portStatuses(), LastSync: *st.lastSync,
+		out = append(out, ServiceStatus{Name: nn, Ports: st.portStatuses(nn), LastSync: *st.lastSync,
 			Problem: copyProblem(p.problems[nn])})
 	}
 	for nn, pr := range p.problems {
@@ -176,10 +223,12 @@ func copyProblem(pr *ServiceProblem) *ServiceProblem {
 	return &c
 }
 
-// samePorts reports whether two statuses hold the same ports (definition and family, in order),
-// whatever their endpoints, groups and flows.
-func samePorts(a, b []portStatus) bool {
-	return slices.EqualFunc(a, b, func(x, y portStatus) bool { return x.ipv6 == y.ipv6 && x.port.Equal(y.port) })
+// samePorts reports whether two statuses of Service nn hold the same ports (definition and
+// family, in order), whatever their endpoints, groups and flows.
+func samePorts(nn types.NamespacedName, a, b []portStatus) bool {
+	return slices.EqualFunc(a, b, func(x, y portStatus) bool {
+		return x.ipv6 == y.ipv6 && x.def.servicePort(nn).Equal(y.def.servicePort(nn))
+	})
 }
 
 // PortsGeneration returns a number that changes whenever a sync changes what Services reports of
@@ -213,7 +262,7 @@ func (p *Proxier) ServiceFlows(nn types.NamespacedName) ([]of.Flow, []of.Group) 
 	defer p.mu.Unlock()
 	var flows []of.Flow
 	var groups []of.Group
-	for _, o := range p.statusOf(nn).ownerList() {
+	for _, o := range p.statusOf(nn).ownerList(nn) {
 		p.bridgeState.Read(func(st *reconciler.State) {
 			st.OwnerFlows(o, func(f *of.Flow) { flows = append(flows, *f) })
 			for _, g := range st.OwnerGroups(o) {

@@ -92,7 +92,7 @@ func TestSubGroupIDsLifecycle(t *testing.T) {
 	h2.deleteService(svc)
 	h2.sync()
 	require.Empty(t, subIDsHeld(h2.p, o))
-	_, held := h2.p.groups.lookup(o)
+	_, held := h2.p.ownerMeta[o]
 	require.False(t, held)
 	require.Zero(t, b.GroupCount())
 }

@@ -112,7 +112,8 @@ func ownerOf(name model.ServicePortName, ipv6 bool) owner {
 	return owner{Kind: reconciler.KindServicePort, Key: name.StringWith("/v4")}
 }
 
-// localOwner names the local group's ID allocation of an owner.
+// localOwner names the local group of an owner, whose second-level groups are named after it
+// (subOwner).
 func localOwner(o owner) owner { return owner{Kind: o.Kind, Key: o.Key + "/local"} }
 
 func hasFamily(ips []netip.Addr, ipv6 bool) bool {

@@ -24,8 +24,10 @@ type EndpointsChangeTracker struct {
 	mu sync.Mutex
 	// slices holds the current slices of each Service with at least one, and their generation.
 	slices map[types.NamespacedName]serviceSlices
-	// owners maps each stored slice (namespace and slice name) to the Service it is stored under.
-	owners map[types.NamespacedName]types.NamespacedName
+	// owners maps each stored slice (namespace and slice name) to the name of the Service it is
+	// stored under, in the slice's namespace (a slice only ever serves a Service of its own
+	// namespace, so the name alone is kept: sliceOwner).
+	owners map[types.NamespacedName]string
 	dirty  sets.Set[types.NamespacedName]
 	// triggerTimes holds, per dirty Service, the latest last-change-trigger-time seen on one of
 	// its changed slices since the last drain.
@@ -79,7 +81,7 @@ func NewEndpointsChangeTracker(onChange func()) *EndpointsChangeTracker {
 	return &EndpointsChangeTracker{
 		onChange:     onChange,
 		slices:       map[types.NamespacedName]serviceSlices{},
-		owners:       map[types.NamespacedName]types.NamespacedName{},
+		owners:       map[types.NamespacedName]string{},
 		dirty:        sets.New[types.NamespacedName](),
 		triggerTimes: map[types.NamespacedName]time.Time{},
 	}
@@ -141,7 +143,7 @@ func (t *EndpointsChangeTracker) applyLocked(oldSlice, newSlice *model.EndpointS
 	id := types.NamespacedName{Namespace: ref.Namespace, Name: ref.Name}
 	// The tracker's own record of where the slice is stored is authoritative (not oldSlice's
 	// labels), so a missed or coalesced informer event cannot leave a stale copy behind.
-	prevOwner, had := t.owners[id]
+	prevOwner, had := t.sliceOwner(id)
 	if newSlice == nil {
 		if !had {
 			return false
@@ -169,10 +171,19 @@ func (t *EndpointsChangeTracker) applyLocked(oldSlice, newSlice *model.EndpointS
 	}
 	ss.set(newSlice)
 	t.slices[newOwner] = ss
-	t.owners[id] = newOwner
+	t.owners[id] = newOwner.Name
 	t.markLocked(newOwner)
 	t.recordTriggerTime(newOwner, newSlice)
 	return true
+}
+
+// sliceOwner returns the Service slice id is stored under; ok false when it is not stored.
+func (t *EndpointsChangeTracker) sliceOwner(id types.NamespacedName) (svc types.NamespacedName, ok bool) {
+	name, ok := t.owners[id]
+	if !ok {
+		return types.NamespacedName{}, false
+	}
+	return types.NamespacedName{Namespace: id.Namespace, Name: name}, true
 }
 
 // removeLocked forgets slice id stored under Service svc and marks svc dirty.

@@ -3,6 +3,8 @@ package proxy
 import (
 	"context"
 	"errors"
+	"fmt"
+	"sync"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -16,6 +18,7 @@ import (
 
 	"github.com/antrea-proxy/antrea-proxy/pkg/ovs/openflow"
 	"github.com/antrea-proxy/antrea-proxy/pkg/ovs/openflow/openflowtest"
+	"github.com/antrea-proxy/antrea-proxy/pkg/proxy/observe"
 )
 
 // TestNothingProgrammedBeforeCachesSync holds the EndpointSlice list back: while it has not synced
@@ -70,5 +73,66 @@ func TestNothingProgrammedBeforeCachesSync(t *testing.T) {
 	})
 	if early.Load() {
 		t.Fatal("the bridge was programmed before the EndpointSlice cache synced")
+	}
+}
+
+// firstSync records the first successful sync's result.
+type firstSync struct {
+	mu  sync.Mutex
+	res *observe.SyncResult
+}
+
+func (*firstSync) QueuedUpdate()        {}
+func (*firstSync) NodeUpdated(*v1.Node) {}
+func (f *firstSync) SyncDone(r observe.SyncResult) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	if f.res == nil && r.Err == nil {
+		f.res = &r
+	}
+}
+
+func (f *firstSync) get() *observe.SyncResult {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	return f.res
+}
+
+// TestFirstSyncHasTheWholeInitialList: the first sync starts only once the proxier's handlers
+// have received every object of the initial lists (their registrations' HasSynced, not only the
+// informers' caches): it installs every Service with its endpoint, so nothing is computed twice
+// at start-up. (With a fake clientset the handlers keep up with the informers, so this checks
+// the contract rather than catching a lagging handler.)
+func TestFirstSyncHasTheWholeInitialList(t *testing.T) {
+	const n = 3000
+	objs := []runtime.Object{&v1.Node{ObjectMeta: metav1.ObjectMeta{Name: testNode}}}
+	for i := range n {
+		name := fmt.Sprintf("s%04d", i)
+		objs = append(objs, makeService("ns1", name, fmt.Sprintf("10.96.%d.%d", i/200, i%200+1)),
+			makeSlice("ns1", name, name+"-1", 8080, v1.ProtocolTCP, "http", ep{ip: fmt.Sprintf("10.10.%d.%d", i/200, i%200+1), node: testNode, ready: true}))
+	}
+	cs := fake.NewSimpleClientset(objs...)
+	first := &firstSync{}
+	opts := testOptions()
+	opts.Clock = nil
+	opts.Observer = first
+	p, err := New(opts, nullBridge{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan error, 1)
+	go func() { done <- p.Run(ctx, cs) }()
+	defer func() { cancel(); <-done }()
+	waitFor(t, 60*time.Second, "the first sync", func() bool { return first.get() != nil })
+	res := first.get()
+	withEndpoint := 0
+	for _, s := range res.Services {
+		if s != nil && s.Endpoints == 1 {
+			withEndpoint++
+		}
+	}
+	if withEndpoint != n {
+		t.Fatalf("the first sync installed %d of %d Services with their endpoint (%d computed)", withEndpoint, n, len(res.Services))
 	}
 }

@@ -6,9 +6,9 @@ import (
 
 	v1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/types"
-	"k8s.io/apimachinery/pkg/util/sets"
 
 	"github.com/antrea-proxy/antrea-proxy/pkg/model"
+	"github.com/antrea-proxy/antrea-proxy/pkg/proxy/tracker"
 )
 
 // svcInputs identifies everything one Service's desired state is computed from, so that a full
@@ -268,9 +268,18 @@ func (p *Proxier) committedOf(nn types.NamespacedName) svcInputs {
 	return svcInputs{}
 }
 
-// dirtyAll marks every Service of s dirty.
-func (p *Proxier) dirtyAll(s sets.Set[types.NamespacedName]) {
-	for nn := range s {
+// dirtyDrained marks dirty the Services of a drain: each with a Service change, and each whose
+// EndpointSlices changed unless its inputs equal those of its committed computation. A slice
+// that reached the tracker after a sync's drain but before that sync read the Service's inputs
+// was computed by that sync; its mark, drained by the next one, would only compute the Service
+// again with the same result. Call it after the node, budget and claims inputs were noted.
+func (p *Proxier) dirtyDrained(d tracker.Drained) {
+	for nn := range d.ServiceChanges {
 		p.dirty.Insert(nn)
+	}
+	for nn := range d.DirtyEndpoints {
+		if c := p.committedOf(nn); c.svc == nil || c != p.inputsOf(nn) {
+			p.dirty.Insert(nn)
+		}
 	}
 }

@@ -195,15 +195,23 @@ func (p *Proxier) Run(ctx context.Context, client kubernetes.Interface) error {
 }
 
 // RunWithInformers adds the proxier's handlers to factory's Service, EndpointSlice and Node
-// informers (the binary's one shared factory), starts them, waits for their caches, then syncs
-// until ctx is done. Only this Node's events reach the proxier.
+// informers (the binary's one shared factory), starts them, waits until its handlers have
+// received every object of the initial lists, then syncs until ctx is done. Only this Node's
+// events reach the proxier.
+//
+// An informer's own HasSynced is true once its initial list is in its cache, while its handlers
+// may still be working through it: a first sync started then misses the late objects and
+// computes their Services again right after (at 100,000 Services, about 70,000 of them). The
+// handlers' registrations say when they are through.
 func (p *Proxier) RunWithInformers(ctx context.Context, factory informers.SharedInformerFactory) error {
 	svcInf := factory.Core().V1().Services().Informer()
 	sliceInf := factory.Discovery().V1().EndpointSlices().Informer()
-	if _, err := svcInf.AddEventHandler(p.track.ServiceHandler()); err != nil {
+	svcReg, err := svcInf.AddEventHandler(p.track.ServiceHandler())
+	if err != nil {
 		return fmt.Errorf("adding Service handler: %w", err)
 	}
-	if _, err := sliceInf.AddEventHandler(p.track.EndpointSliceHandler()); err != nil {
+	sliceReg, err := sliceInf.AddEventHandler(p.track.EndpointSliceHandler())
+	if err != nil {
 		return fmt.Errorf("adding EndpointSlice handler: %w", err)
 	}
 	nodeInf := factory.Core().V1().Nodes().Informer()
@@ -216,7 +224,7 @@ func (p *Proxier) RunWithInformers(ctx context.Context, factory informers.Shared
 			p.OnPeerNode(n.Name, n)
 		}
 	}
-	if _, err := nodeInf.AddEventHandler(cache.ResourceEventHandlerFuncs{
+	nodeReg, err := nodeInf.AddEventHandler(cache.ResourceEventHandlerFuncs{
 		AddFunc:    nodeHandler,
 		UpdateFunc: func(_, n any) { nodeHandler(n) },
 		DeleteFunc: func(obj any) {
@@ -227,12 +235,13 @@ func (p *Proxier) RunWithInformers(ctx context.Context, factory informers.Shared
 				p.OnPeerNode(n.Name, nil)
 			}
 		},
-	}); err != nil {
+	})
+	if err != nil {
 		return fmt.Errorf("adding Node handler: %w", err)
 	}
 	factory.Start(ctx.Done())
 	klog.InfoS("Waiting for Service, EndpointSlice and Node caches to sync")
-	if !cache.WaitForCacheSync(ctx.Done(), svcInf.HasSynced, sliceInf.HasSynced, nodeInf.HasSynced) {
+	if !cache.WaitForCacheSync(ctx.Done(), svcReg.HasSynced, sliceReg.HasSynced, nodeReg.HasSynced) {
 		return fmt.Errorf("caches did not sync: %w", ctx.Err())
 	}
 	klog.InfoS("Caches synced; starting the proxier")

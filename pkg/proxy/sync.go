@@ -236,7 +236,7 @@ func (p *Proxier) gather(start time.Time, full bool) *syncInput {
 		p.reclaim(nn)
 		p.dirty.Insert(nn)
 	}
-	p.dirtyAll(in.drained.Services())
+	p.dirtyDrained(in.drained)
 	// A full resync recomputes only the Services whose inputs changed since their last
 	// committed computation; a change of the node-level inputs (the served families, the zone)
 	// changes every Service. Every input change also marks its Services dirty where it happens,

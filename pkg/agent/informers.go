@@ -1,7 +1,6 @@
 package agent
 
 import (
-	"strconv"
 	"sync"
 
 	v1 "k8s.io/api/core/v1"
@@ -38,9 +37,8 @@ func newInformerFactory(client kubernetes.Interface) informers.SharedInformerFac
 //     (its namespace, name and resourceVersion, Service, address type, ports, trigger time,
 //     and of each endpoint its first address, node, zone, hints and conditions) in about a
 //     third of the memory: at 30,000 Services the slices were 70 MB of the agent's heap;
-//   - Services and EndpointSlices share one copy of each namespace string, the endpoints one
-//     copy of each node name and zone, and EndpointSlices one copy of each port list (most
-//     Services of a cluster have one of a few: http on 80 or 8080, TCP);
+//   - Services and EndpointSlices share one copy of each namespace string, and the endpoints
+//     one copy of each node name and zone;
 //   - Nodes: status.images (the data path reads spec, addresses and labels; the health checks
 //     taints and the deletion timestamp).
 //
@@ -48,15 +46,13 @@ func newInformerFactory(client kubernetes.Interface) informers.SharedInformerFac
 // A trimmer is safe for concurrent use: the factory's informers call it from their own
 // goroutines.
 type trimmer struct {
-	mu   sync.Mutex
-	strs map[string]*string
-	// ports holds one copy of each distinct EndpointSlice port list, by portsKey.
-	ports       map[string][]discovery.EndpointPort
+	mu          sync.Mutex
+	strs        map[string]*string
 	maxInterned int
 }
 
 func newTrimmer() *trimmer {
-	return &trimmer{strs: map[string]*string{}, ports: map[string][]discovery.EndpointPort{}, maxInterned: 1 << 16}
+	return &trimmer{strs: map[string]*string{}, maxInterned: 1 << 16}
 }
 
 // transform is the factory's transform (a cache.TransformFunc); it is idempotent (a converted
@@ -71,9 +67,7 @@ func (t *trimmer) transform(obj any) (any, error) {
 	case *discovery.EndpointSlice:
 		t.mu.Lock()
 		defer t.mu.Unlock()
-		out := model.NewEndpointSlice(o, t.internLocked)
-		out.Ports = t.portsLocked(out.Ports)
-		return out, nil
+		return model.NewEndpointSlice(o, t.internLocked), nil
 	case *model.EndpointSlice:
 	case *v1.Node:
 		o.ManagedFields = nil
@@ -105,51 +99,4 @@ func (t *trimmer) internLocked(s string) *string {
 	}
 	t.strs[s] = &s
 	return &s
-}
-
-// portsLocked returns the shared copy of the port list ps; t.mu held. Past maxInterned distinct
-// lists it returns ps itself.
-func (t *trimmer) portsLocked(ps []discovery.EndpointPort) []discovery.EndpointPort {
-	if len(ps) == 0 {
-		return ps
-	}
-	key := portsKey(ps)
-	if shared, ok := t.ports[key]; ok {
-		return shared
-	}
-	if len(t.ports) < t.maxInterned {
-		t.ports[key] = ps
-	}
-	return ps
-}
-
-// portsKey is a port list's value: equal lists have equal keys. Each field is written with its
-// presence, strings with their length, so no two lists share a key.
-func portsKey(ps []discovery.EndpointPort) string {
-	b := make([]byte, 0, 32*len(ps))
-	str := func(s *string) {
-		if s == nil {
-			b = append(b, '-')
-			return
-		}
-		b = strconv.AppendInt(append(b, '+'), int64(len(*s)), 10)
-		b = append(append(b, ':'), *s...)
-	}
-	for _, p := range ps {
-		str(p.Name)
-		if p.Protocol == nil {
-			str(nil)
-		} else {
-			proto := string(*p.Protocol)
-			str(&proto)
-		}
-		if p.Port == nil {
-			b = append(b, '-')
-		} else {
-			b = strconv.AppendInt(append(b, '+'), int64(*p.Port), 10)
-		}
-		str(p.AppProtocol)
-		b = append(b, ';')
-	}
-	return string(b)
 }

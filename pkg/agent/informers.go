@@ -37,8 +37,9 @@ func newInformerFactory(client kubernetes.Interface) informers.SharedInformerFac
 //     (its namespace, name and resourceVersion, Service, address type, ports, trigger time,
 //     and of each endpoint its first address, node, zone, hints and conditions) in about a
 //     third of the memory: at 30,000 Services the slices were 70 MB of the agent's heap;
-//   - Services and EndpointSlices share one copy of each namespace string, and the endpoints
-//     one copy of each node name and zone;
+//   - Services and EndpointSlices share one copy of each namespace string (and the endpoints
+//     one copy of each node name and zone, model.EndpointSlice's unique handles, which nobody
+//     can make the agent keep once no endpoint uses them);
 //   - Nodes: status.images (the data path reads spec, addresses and labels; the health checks
 //     taints and the deletion timestamp).
 //
@@ -47,12 +48,12 @@ func newInformerFactory(client kubernetes.Interface) informers.SharedInformerFac
 // goroutines.
 type trimmer struct {
 	mu          sync.Mutex
-	strs        map[string]*string
+	strs        map[string]string
 	maxInterned int
 }
 
 func newTrimmer() *trimmer {
-	return &trimmer{strs: map[string]*string{}, maxInterned: 1 << 16}
+	return &trimmer{strs: map[string]string{}, maxInterned: 1 << 12}
 }
 
 // transform is the factory's transform (a cache.TransformFunc); it is idempotent (a converted
@@ -63,11 +64,11 @@ func (t *trimmer) transform(obj any) (any, error) {
 	case *v1.Service:
 		o.ManagedFields, o.Spec.Selector = nil, nil
 		delete(o.Annotations, lastAppliedAnnotation)
-		o.Namespace = *t.intern(o.Namespace)
+		o.Namespace = t.intern(o.Namespace)
 	case *discovery.EndpointSlice:
-		t.mu.Lock()
-		defer t.mu.Unlock()
-		return model.NewEndpointSlice(o, t.internLocked), nil
+		out := model.NewEndpointSlice(o)
+		out.Namespace = t.intern(out.Namespace)
+		return out, nil
 	case *model.EndpointSlice:
 	case *v1.Node:
 		o.ManagedFields = nil
@@ -80,23 +81,17 @@ func (t *trimmer) transform(obj any) (any, error) {
 	return obj, nil
 }
 
-// intern returns the shared copy of s.
-func (t *trimmer) intern(s string) *string {
+// intern returns the shared copy of namespace s. Past maxInterned distinct values (a cluster has
+// far fewer namespaces, and only its administrators create them) it returns s itself, so the
+// table stays bounded.
+func (t *trimmer) intern(s string) string {
 	t.mu.Lock()
 	defer t.mu.Unlock()
-	return t.internLocked(s)
-}
-
-// internLocked returns the shared copy of s (a model.Interner); t.mu held. Past maxInterned
-// distinct values (namespaces, node names and zones: a cluster has far fewer) it returns a copy
-// of its own, so the table stays bounded.
-func (t *trimmer) internLocked(s string) *string {
 	if p, ok := t.strs[s]; ok {
 		return p
 	}
-	if len(t.strs) >= t.maxInterned {
-		return &s
+	if len(t.strs) < t.maxInterned {
+		t.strs[s] = s
 	}
-	t.strs[s] = &s
-	return &s
+	return s
 }

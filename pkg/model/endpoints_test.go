@@ -319,7 +319,7 @@ func compact(in []*discovery.EndpointSlice) []*EndpointSlice {
 	out := make([]*EndpointSlice, len(in))
 	for i, s := range in {
 		if s != nil {
-			out[i] = NewEndpointSlice(s, nil)
+			out[i] = NewEndpointSlice(s)
 		}
 	}
 	return out

@@ -3,6 +3,7 @@ package model
 import (
 	"net/netip"
 	"time"
+	"unique"
 
 	v1 "k8s.io/api/core/v1"
 	discovery "k8s.io/api/discovery/v1"
@@ -10,6 +11,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/apimachinery/pkg/types"
 )
 
 // EndpointSlice is what the proxier reads of a discovery/v1 EndpointSlice, in about a third of
@@ -18,14 +20,15 @@ import (
 // stores EndpointSlices in this form (its transform converts them), so its cache and the
 // proxier's trackers share one small copy.
 //
-// It keeps the slice's namespace, name and resourceVersion (the informer keys and compares by
-// them: it implements runtime.Object and metav1.ObjectMetaAccessor), its Service (the
+// It keeps the slice's namespace, name, uid and resourceVersion (the informer keys, compares and
+// checks by them: it implements runtime.Object and metav1.ObjectMetaAccessor), its Service (the
 // kubernetes.io/service-name label) and whether it is labelled headless, its address type and
 // ports, its last-change-trigger-time, and of each endpoint its first address, node, zone,
 // hints and conditions with their documented defaults applied. Nothing else of the API object
 // is read by the proxier. Values are never modified after NewEndpointSlice.
 type EndpointSlice struct {
 	Namespace, Name, ResourceVersion string
+	UID                              types.UID
 	// Service is the kubernetes.io/service-name label ("" without it); Headless is true when
 	// the slice has the service.kubernetes.io/headless label.
 	Service  string
@@ -46,38 +49,33 @@ type EndpointSlice struct {
 type SliceEndpoint struct {
 	// Addr is the endpoint's first address; invalid when it has none or it does not parse.
 	Addr netip.Addr
-	// nodeName and zone are shared copies (nil: unset); Node and Zone read them.
-	nodeName, zone *string
+	// nodeName and zone are canonical copies (unique.Make; zero: unset), shared by every
+	// endpoint of the same node or zone for as long as one of them holds it; Node and Zone read
+	// them.
+	nodeName, zone unique.Handle[string]
 	// Ready, Serving and Terminating are the conditions with the API's defaults: ready nil
 	// means true, serving nil means the ready value, terminating nil means false.
 	Ready, Serving, Terminating bool
 }
 
 // Node returns the endpoint's node name, "" when unset.
-func (e *SliceEndpoint) Node() string { return deref(e.nodeName) }
+func (e *SliceEndpoint) Node() string { return valueOf(e.nodeName) }
 
 // Zone returns the endpoint's zone, "" when unset.
-func (e *SliceEndpoint) Zone() string { return deref(e.zone) }
+func (e *SliceEndpoint) Zone() string { return valueOf(e.zone) }
 
-func deref(s *string) string {
-	if s == nil {
+func valueOf(h unique.Handle[string]) string {
+	if h == (unique.Handle[string]{}) {
 		return ""
 	}
-	return *s
+	return h.Value()
 }
 
-// Interner returns a shared copy of a string (namespaces, node names and zones repeat across
-// endpoints and slices): the same pointer for equal values, as long as it has room.
-type Interner func(string) *string
-
-// NewEndpointSlice converts s. intern, if not nil, shares the namespace, node name and zone
-// strings. The result shares s's ports and hints, which must not be modified afterwards.
-func NewEndpointSlice(s *discovery.EndpointSlice, intern Interner) *EndpointSlice {
-	if intern == nil {
-		intern = func(v string) *string { return &v }
-	}
+// NewEndpointSlice converts s. The result shares s's ports and hints, which must not be
+// modified afterwards.
+func NewEndpointSlice(s *discovery.EndpointSlice) *EndpointSlice {
 	out := &EndpointSlice{
-		Namespace: *intern(s.Namespace), Name: s.Name, ResourceVersion: s.ResourceVersion,
+		Namespace: s.Namespace, Name: s.Name, ResourceVersion: s.ResourceVersion, UID: s.UID,
 		Service: s.Labels[discovery.LabelServiceName], AddressType: s.AddressType, Ports: s.Ports,
 	}
 	_, out.Headless = s.Labels[v1.IsHeadlessService]
@@ -103,10 +101,10 @@ func NewEndpointSlice(s *discovery.EndpointSlice, intern Interner) *EndpointSlic
 			se.Addr, _ = parseAddr(e.Addresses[0])
 		}
 		if e.NodeName != nil {
-			se.nodeName = intern(*e.NodeName)
+			se.nodeName = unique.Make(*e.NodeName)
 		}
 		if e.Zone != nil {
-			se.zone = intern(*e.Zone)
+			se.zone = unique.Make(*e.Zone)
 		}
 		if e.Hints != nil {
 			if out.Hints == nil {
@@ -133,11 +131,15 @@ func (*EndpointSlice) GetObjectKind() schema.ObjectKind { return schema.EmptyObj
 // DeepCopyObject implements runtime.Object.
 func (s *EndpointSlice) DeepCopyObject() runtime.Object {
 	c := *s
-	c.Ports = make([]discovery.EndpointPort, len(s.Ports))
-	for i := range s.Ports {
-		s.Ports[i].DeepCopyInto(&c.Ports[i])
+	if s.Ports != nil {
+		c.Ports = make([]discovery.EndpointPort, len(s.Ports))
+		for i := range s.Ports {
+			s.Ports[i].DeepCopyInto(&c.Ports[i])
+		}
 	}
-	c.Endpoints = append([]SliceEndpoint(nil), s.Endpoints...)
+	if s.Endpoints != nil {
+		c.Endpoints = append([]SliceEndpoint(nil), s.Endpoints...)
+	}
 	if s.Hints != nil {
 		c.Hints = make([]*discovery.EndpointHints, len(s.Hints))
 		for i, h := range s.Hints {
@@ -147,10 +149,10 @@ func (s *EndpointSlice) DeepCopyObject() runtime.Object {
 	return &c
 }
 
-// GetObjectMeta implements metav1.ObjectMetaAccessor, for the informer's keys and resync
-// checks: the namespace, name and resourceVersion.
+// GetObjectMeta implements metav1.ObjectMetaAccessor, for the informer's keys, resync checks
+// and consistency detector: the namespace, name, uid and resourceVersion.
 func (s *EndpointSlice) GetObjectMeta() metav1.Object {
-	return &metav1.ObjectMeta{Namespace: s.Namespace, Name: s.Name, ResourceVersion: s.ResourceVersion}
+	return &metav1.ObjectMeta{Namespace: s.Namespace, Name: s.Name, UID: s.UID, ResourceVersion: s.ResourceVersion}
 }
 
 // Same reports whether s and o are the same for the proxier: address type, ports and endpoints
@@ -164,7 +166,7 @@ func (s *EndpointSlice) Same(o *EndpointSlice) bool {
 	}
 	for i := range s.Endpoints {
 		a, b := &s.Endpoints[i], &o.Endpoints[i]
-		if a.Addr != b.Addr || a.Node() != b.Node() || a.Zone() != b.Zone() || a.Ready != b.Ready ||
+		if a.Addr != b.Addr || a.nodeName != b.nodeName || a.zone != b.zone || a.Ready != b.Ready ||
 			a.Serving != b.Serving || a.Terminating != b.Terminating || !sameHints(s.HintsOf(i), o.HintsOf(i)) {
 			return false
 		}

@@ -6,8 +6,11 @@ import (
 	"testing"
 
 	v1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/apimachinery/pkg/util/sets"
 
 	of "github.com/antrea-proxy/antrea-proxy/pkg/ovs/openflow"
+	"github.com/antrea-proxy/antrea-proxy/pkg/proxy/tracker"
 )
 
 func manyServices(h *harness, n int) {
@@ -71,5 +74,40 @@ func BenchmarkFullSync10k(b *testing.B) {
 		if err := h.p.SyncNow(b.Context(), true); err != nil {
 			b.Fatal(err)
 		}
+	}
+}
+
+// TestStaleEndpointMarkIsNotRecomputed: a Service whose EndpointSlices were marked dirty after
+// a sync had drained the marks but before it read the Service's inputs was computed by that
+// sync; the next one does not compute it again. A real change of its slices, a Service change
+// and a Service never committed are computed.
+func TestStaleEndpointMarkIsNotRecomputed(t *testing.T) {
+	h := newHarness(t, testOptions())
+	web := types.NamespacedName{Namespace: "ns1", Name: "web"}
+	h.addService(makeService("ns1", "web", "10.96.0.10"))
+	s1 := makeSlice("ns1", "web", "web-1", 8080, v1.ProtocolTCP, "http", ep{ip: "10.10.1.5", node: testNode, ready: true})
+	h.addSlice(s1)
+	h.sync()
+	mark := func(d tracker.Drained) bool {
+		h.p.dirty = sets.New[types.NamespacedName]()
+		h.p.dirtyDrained(d)
+		return h.p.dirty.Has(web)
+	}
+	if mark(tracker.Drained{DirtyEndpoints: sets.New(web)}) {
+		t.Error("a stale mark of a Service computed from its current inputs made it dirty")
+	}
+	h.updateSlice(s1, makeSlice("ns1", "web", "web-1", 8080, v1.ProtocolTCP, "http", ep{ip: "10.10.1.6", node: testNode, ready: true}))
+	if !mark(tracker.Drained{DirtyEndpoints: sets.New(web)}) {
+		t.Error("a real change of the Service's slices did not make it dirty")
+	}
+	h.sync()
+	if !mark(tracker.Drained{ServiceChanges: map[types.NamespacedName]tracker.ServiceChange{web: {}}}) {
+		t.Error("a Service change did not make it dirty")
+	}
+	other := types.NamespacedName{Namespace: "ns1", Name: "other"}
+	h.p.dirty = sets.New[types.NamespacedName]()
+	h.p.dirtyDrained(tracker.Drained{DirtyEndpoints: sets.New(other)})
+	if !h.p.dirty.Has(other) {
+		t.Error("a Service never computed was not made dirty")
 	}
 }

@@ -104,6 +104,8 @@ func TestPackedGroupSame(t *testing.T) {
 		{"the ID", func(g *Group) { g.ID = 8 }, false},
 		{"the hash fields", func(g *Group) { g.HashFields = []string{"ip_src"} }, false},
 		{"the selection parameter", func(g *Group) { g.SelectionParam = 3 }, false},
+		{"the selection method", func(g *Group) { g.SelectionMethod = "dp_hash" }, false},
+		{"the type", func(g *Group) { g.Type = "all" }, false},
 		{"the ct table", func(g *Group) {
 			ct := g.Buckets[0].Actions[0].(CT)
 			ct.Table = 22
@@ -126,11 +128,14 @@ func TestPackedGroupSame(t *testing.T) {
 }
 
 // TestPackedShapeCoversTheTypes: packing keeps a bucket's ID, weight and actions and compares
-// a ct action's fields one by one; a field added to Bucket or CT must be handled in packed.go
-// first.
+// a group's and a ct action's fields one by one; a field added to Group, Bucket or CT must be
+// handled in packed.go first.
 func TestPackedShapeCoversTheTypes(t *testing.T) {
 	if n := reflect.TypeOf(Bucket{}).NumField(); n != 3 {
 		t.Errorf("Bucket has %d fields; packed.go keeps ID, Weight and Actions only", n)
+	}
+	if n := reflect.TypeOf(Group{}).NumField(); n != 6 {
+		t.Errorf("Group has %d fields; dnatGroup.equal compares ID, Type, HashFields, SelectionMethod, SelectionParam and the buckets", n)
 	}
 	if n := reflect.TypeOf(CT{}).NumField(); n != 6 {
 		t.Errorf("CT has %d fields; dnatGroup.sameBucket compares six", n)

@@ -121,7 +121,7 @@ func compact(slice *discovery.EndpointSlice) *model.EndpointSlice {
 	if slice == nil {
 		return nil
 	}
-	return model.NewEndpointSlice(slice, nil)
+	return model.NewEndpointSlice(slice)
 }
 
 func (t *EndpointsChangeTracker) apply(oldSlice, newSlice *model.EndpointSlice) {

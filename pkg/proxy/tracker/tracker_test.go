@@ -8,6 +8,8 @@ import (
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/apimachinery/pkg/util/sets"
 	"k8s.io/client-go/tools/cache"
+
+	"github.com/antrea-proxy/antrea-proxy/pkg/model"
 )
 
 func requireSignal(t *testing.T, tr *Tracker) {
@@ -75,4 +77,28 @@ func TestTrackerInformerHandlers(t *testing.T) {
 	sh.OnDelete(cache.DeletedFinalStateUnknown{Key: "x", Obj: "junk"})
 	eh.OnUpdate(nil, s)
 	require.Empty(t, tr.PendingServices())
+}
+
+// TestEndpointSliceHandlerTakesCompactSlices: the agent's informer hands the handler slices in
+// their compact form (model.EndpointSlice), also inside tombstones, and mixes forms across an
+// update after a restart of the informer.
+func TestEndpointSliceHandlerTakesCompactSlices(t *testing.T) {
+	tr := New()
+	eh := tr.EndpointSliceHandler()
+	c1 := model.NewEndpointSlice(slice("foo-1", "foo", "1", "10.0.0.1"))
+	eh.OnAdd(c1, true)
+	require.Same(t, c1, tr.Endpoints.SlicesFor(fooNN)[0], "the compact slice is kept as it is")
+	require.Equal(t, sets.New(fooNN), tr.Drain().DirtyEndpoints)
+
+	eh.OnUpdate(c1, slice("foo-1", "foo", "2", "10.0.0.2"))
+	require.Equal(t, "10.0.0.2", tr.Endpoints.SlicesFor(fooNN)[0].Endpoints[0].Addr.String())
+	require.Equal(t, sets.New(fooNN), tr.Drain().DirtyEndpoints)
+
+	c3 := model.NewEndpointSlice(slice("foo-1", "foo", "3", "10.0.0.2"))
+	eh.OnUpdate(tr.Endpoints.SlicesFor(fooNN)[0], c3)
+	require.Empty(t, tr.Drain().DirtyEndpoints, "an unchanged slice in the other form is not a change")
+
+	eh.OnDelete(cache.DeletedFinalStateUnknown{Key: "ns/foo-1", Obj: c3})
+	require.Equal(t, sets.New(fooNN), tr.Drain().DirtyEndpoints)
+	require.Nil(t, tr.Endpoints.SlicesFor(fooNN))
 }

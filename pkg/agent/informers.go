@@ -34,9 +34,9 @@ func newInformerFactory(client kubernetes.Interface) informers.SharedInformerFac
 //     whatever a change tracker compares) and spec.selector (EndpointSlices carry the
 //     endpoints; nothing in the agent selects Pods);
 //   - EndpointSlices are converted to model.EndpointSlice, which keeps what the proxier reads
-//     (its namespace, name and resourceVersion, Service, address type, ports, trigger time,
-//     and of each endpoint its first address, node, zone, hints and conditions) in about a
-//     third of the memory: at 30,000 Services the slices were 70 MB of the agent's heap;
+//     (its namespace, name, uid and resourceVersion, Service, address type, ports, trigger
+//     time, and of each endpoint its first address, node, zone, hints and conditions) in about
+//     a third of the memory: at 30,000 Services the API objects were 70 MB of the agent's heap;
 //   - Services and EndpointSlices share one copy of each namespace string (and the endpoints
 //     one copy of each node name and zone, model.EndpointSlice's unique handles, which nobody
 //     can make the agent keep once no endpoint uses them);

@@ -53,9 +53,37 @@ func (p *profiler) heapInUseMB(ctx context.Context) (float64, error) {
 	return parseMemStat(b, "HeapInuse")
 }
 
+// allocStats is what the agent's runtime had allocated (runtime.MemStats.TotalAlloc, MB) and
+// how many collections it had run (NumGC) at one moment.
+type allocStats struct {
+	TotalAllocMB, NumGC float64
+}
+
+// allocStats reads the agent's allocStats from its heap profile's text form, without forcing a
+// collection; the statistics are saved as memstats-<name>-<size>.txt.
+func (p *profiler) allocStats(ctx context.Context, name string) (allocStats, error) {
+	b, err := p.get(ctx, "heap", url.Values{"debug": {"1"}}, profileTimeout)
+	if err != nil {
+		return allocStats{}, err
+	}
+	if err := p.saveMemStatsAs("memstats-"+name, b); err != nil {
+		return allocStats{}, err
+	}
+	var s allocStats
+	if s.TotalAllocMB, err = parseMemStat(b, "TotalAlloc"); err != nil {
+		return allocStats{}, err
+	}
+	n, err := parseMemStat(b, "NumGC")
+	s.NumGC = n * (1 << 20) // parseMemStat reads bytes as MB
+	return s, err
+}
+
 // saveMemStats writes the "# runtime.MemStats" block of a heap profile's text form as
 // memstats-<size>.txt; nothing without a results directory.
-func (p *profiler) saveMemStats(text []byte) error {
+func (p *profiler) saveMemStats(text []byte) error { return p.saveMemStatsAs("memstats", text) }
+
+// saveMemStatsAs is saveMemStats into <name>-<size>.txt.
+func (p *profiler) saveMemStatsAs(name string, text []byte) error {
 	if p.dir == "" {
 		return nil
 	}
@@ -66,7 +94,7 @@ func (p *profiler) saveMemStats(text []byte) error {
 	if err := os.MkdirAll(p.dir, 0o755); err != nil {
 		return err
 	}
-	return os.WriteFile(filepath.Join(p.dir, fmt.Sprintf("memstats-%d.txt", p.size)), []byte(block), 0o644)
+	return os.WriteFile(filepath.Join(p.dir, fmt.Sprintf("%s-%d.txt", name, p.size)), []byte(block), 0o644)
 }
 
 // parseMemStat reads "# <name> = <bytes>" of a heap profile's text form, in MB.

@@ -70,6 +70,8 @@ func figures(n int, res []*result, floor floorResult, replay replayResult) []fig
 		{Name: "RSS of ovs-vswitchd", Unit: "MB", Kind: total, A: a.OVSRSS, AOnly: true},
 		{Name: "RSS after the idle window", Unit: "MB", Kind: total, A: a.RSSRest, K: k.RSSRest},
 		{Name: "replay after an ovs-vswitchd restart", Note: "OpenFlow up → every flow back", Unit: "s", Kind: total, A: replay.Took.Seconds(), AOnly: true},
+		{Name: "allocated at rest", Note: "idle window", Unit: "MB/min", Kind: total, A: a.AllocRest, AOnly: true},
+		{Name: "collections at rest", Note: "idle window", Unit: "/min", Kind: total, A: a.GCRest, AOnly: true},
 	}
 	for i := range f {
 		if f[i].Unit == "ms" {

@@ -26,7 +26,11 @@ type result struct {
 	// only, read with RSS.
 	HeapInUse, OVSRSS float64
 	// RSSRest is the RSS at the end of the idle window (after a periodic full resync).
-	RSSRest              float64
+	RSSRest float64
+	// AllocRest (MB) and GCRest are what the agent allocated and how many collections it ran
+	// per minute of the idle window: what makes its heap, and so its RSS, grow at rest and what
+	// its collections cost.
+	AllocRest, GCRest    float64
 	Partial, Programming histogram
 	// WriteToRules and TriggerToRules are, per change, the seconds from the update's
 	// acknowledgement and from its trigger-time annotation to the rules.
@@ -130,12 +134,22 @@ func runSize(t *testing.T, cfg config, n int, progress func(string, ...any)) siz
 	prof := newProfiler(sb.Nodes[0].API, cfg.Results, n)
 	measureMemory(t, ctx, sides, res, prof, progress)
 	waitAtRest(t, ctx, sides, progress)
+	restStart, err := prof.allocStats(ctx, "rest-start")
+	if err != nil {
+		t.Fatalf("the agent's memory statistics: %v", err)
+	}
 	cpuProf := make(chan error, 1)
 	go func() { cpuProf <- prof.saveCPU(ctx, cfg.Idle) }()
 	measureIdle(t, sides, res, cfg.Idle, progress)
 	if err := <-cpuProf; err != nil {
 		t.Errorf("the agent's CPU profile: %v", err)
 	}
+	restEnd, err := prof.allocStats(ctx, "rest-end")
+	if err != nil {
+		t.Fatalf("the agent's memory statistics: %v", err)
+	}
+	res[0].AllocRest, res[0].GCRest = perMinute(restStart, restEnd, cfg.Idle)
+	progress("agent at rest: allocated %.1f MB and ran %.1f collections a minute", res[0].AllocRest, res[0].GCRest)
 	for i, s := range sides {
 		if res[i].RSSRest, err = rssMB(s.Node.ProxyPID()); err != nil {
 			t.Fatalf("%s RSS: %v", s.Name, err)
@@ -333,6 +347,13 @@ func waitAtRest(t *testing.T, ctx context.Context, sides []*side, progress func(
 			t.Fatalf("waiting for a periodic resync: %v", err)
 		}
 	}
+}
+
+// perMinute is what the agent allocated (MB) and how many collections it ran per minute of
+// window, from the statistics at its start and end.
+func perMinute(start, end allocStats, window time.Duration) (allocMB, gcs float64) {
+	m := window.Minutes()
+	return (end.TotalAllocMB - start.TotalAllocMB) / m, (end.NumGC - start.NumGC) / m
 }
 
 // measureIdle takes the CPU time of the proxies and of the agent node's ovs-vswitchd over

@@ -115,3 +115,10 @@ func TestParseMemStat(t *testing.T) {
 	_, err = parseMemStat(text, "StackInuse")
 	require.Error(t, err)
 }
+
+// TestPerMinute: what the agent allocated and collected over an idle window, per minute.
+func TestPerMinute(t *testing.T) {
+	alloc, gcs := perMinute(allocStats{TotalAllocMB: 100, NumGC: 20}, allocStats{TotalAllocMB: 130, NumGC: 23}, 2*time.Minute)
+	require.InDelta(t, 15, alloc, 1e-9)
+	require.InDelta(t, 1.5, gcs, 1e-9)
+}

@@ -25,28 +25,90 @@ const maxMultipartParts = 1024
 
 // waiter buffers the replies to one xid. lost is set when a reply found the buffer full: for a
 // single reply a duplicate, for a multipart request a part that would be missing.
+//
+// A single-reply waiter buffers in ch (capacity 1). A multipart waiter queues its parts in
+// parts, up to max, and signals ready: the healer reads the table statistics every second, and a
+// channel with room for max parts allocated 32 KB per request for the one to three parts OVS
+// sends (at rest that was two thirds of what the agent allocated).
 type waiter struct {
 	ch   chan Reply
 	lost atomic.Bool
+
+	mu    sync.Mutex
+	parts []Reply
+	max   int
+	ready chan struct{}
 }
 
 // Expect registers a waiter for the reply to xid (register before sending the request); call
 // the returned cancel when done.
 func (c *Conn) Expect(xid uint32) (<-chan Reply, func()) {
-	w, cancel := c.expectN(xid, 1)
-	return w.ch, cancel
+	w := &waiter{ch: make(chan Reply, 1)}
+	return w.ch, c.register(xid, w)
 }
 
-// expectN registers a waiter that buffers up to n replies to xid.
-func (c *Conn) expectN(xid uint32, n int) (*waiter, func()) {
-	w := &waiter{ch: make(chan Reply, n)}
+// expectParts registers a waiter that queues up to n replies to xid (the parts of a multipart
+// reply).
+func (c *Conn) expectParts(xid uint32, n int) (*waiter, func()) {
+	w := &waiter{max: n, ready: make(chan struct{}, 1)}
+	return w, c.register(xid, w)
+}
+
+// register makes w the waiter of xid until the returned cancel.
+func (c *Conn) register(xid uint32, w *waiter) func() {
 	c.pmu.Lock()
 	c.pend[xid] = w
 	c.pmu.Unlock()
-	return w, func() {
+	return func() {
 		c.pmu.Lock()
 		delete(c.pend, xid)
 		c.pmu.Unlock()
+	}
+}
+
+// put hands r to w without blocking: into its channel, or its queue of parts.
+func (w *waiter) put(r Reply) {
+	if w.ready == nil {
+		select {
+		case w.ch <- r:
+		default: // a duplicate reply
+			w.lost.Store(true)
+		}
+		return
+	}
+	w.mu.Lock()
+	if len(w.parts) >= w.max {
+		w.lost.Store(true) // more parts than queued
+	} else {
+		w.parts = append(w.parts, r)
+	}
+	w.mu.Unlock()
+	select {
+	case w.ready <- struct{}{}:
+	default:
+	}
+}
+
+// nextPart returns the oldest queued part, waiting for one until ctx ends or the connection
+// ends (then the error is the connection's).
+func (c *Conn) nextPart(ctx context.Context, w *waiter) (Reply, error) {
+	for {
+		w.mu.Lock()
+		if len(w.parts) > 0 {
+			r := w.parts[0]
+			w.parts[0] = Reply{}
+			w.parts = w.parts[1:]
+			w.mu.Unlock()
+			return r, nil
+		}
+		w.mu.Unlock()
+		select {
+		case <-w.ready:
+		case <-ctx.Done():
+			return Reply{}, ctx.Err()
+		case <-c.done:
+			return Reply{}, c.err
+		}
 	}
 }
 
@@ -77,13 +139,13 @@ func (c *Conn) Request(ctx context.Context, xid uint32, msg []byte) (Reply, erro
 // reply to each, in order, until a part without OFPMPF_REPLY_MORE or until each says stop. The
 // switch's error about the request is returned as an *Error.
 func (c *Conn) Multipart(ctx context.Context, xid uint32, req []byte, each func(part []byte) (stop bool, err error)) error {
-	w, cancel := c.expectN(xid, maxMultipartParts)
+	w, cancel := c.expectParts(xid, maxMultipartParts)
 	defer cancel()
 	if err := c.Write(ctx, req); err != nil {
 		return err
 	}
 	for {
-		r, err := c.Await(ctx, w.ch)
+		r, err := c.nextPart(ctx, w)
 		if err != nil {
 			return err
 		}
@@ -173,11 +235,7 @@ func (c *Conn) deliver(xid uint32, r Reply) bool {
 	w, ok := c.pend[xid]
 	c.pmu.Unlock()
 	if ok {
-		select {
-		case w.ch <- r:
-		default: // a duplicate reply, or more parts than buffered
-			w.lost.Store(true)
-		}
+		w.put(r)
 	}
 	return ok
 }

@@ -29,7 +29,7 @@ const maxMultipartParts = 1024
 // A single-reply waiter buffers in ch (capacity 1). A multipart waiter queues its parts in
 // parts, up to max, and signals ready: the healer reads the table statistics every second, and a
 // channel with room for max parts allocated 32 KB per request for the one to three parts OVS
-// sends (at rest that was two thirds of what the agent allocated).
+// sends (about 1.9 MB a minute of the 4–7 MB an idle agent allocates).
 type waiter struct {
 	ch   chan Reply
 	lost atomic.Bool

@@ -25,31 +25,13 @@ type budgetEntry struct {
 
 // budgetEntries holds the flow budget's entries, one per Service that is present and not
 // skipped. The proxier keeps them in its Service records (recordEntries), so that the budget
-// costs no map of its own; entryMap holds them on their own (tests).
+// costs no map of its own; a nameMap holds them on their own (tests).
 type budgetEntries interface {
 	get(nn types.NamespacedName) (budgetEntry, bool)
 	put(nn types.NamespacedName, e budgetEntry)
 	remove(nn types.NamespacedName)
 	each(f func(types.NamespacedName, budgetEntry))
 	len() int
-}
-
-// entryMap is a budgetEntries of its own.
-type entryMap map[types.NamespacedName]budgetEntry
-
-func (m entryMap) get(nn types.NamespacedName) (budgetEntry, bool) {
-	e, ok := m[nn]
-	return e, ok
-}
-
-func (m entryMap) put(nn types.NamespacedName, e budgetEntry) { m[nn] = e }
-func (m entryMap) remove(nn types.NamespacedName)             { delete(m, nn) }
-func (m entryMap) len() int                                   { return len(m) }
-
-func (m entryMap) each(f func(types.NamespacedName, budgetEntry)) {
-	for nn, e := range m {
-		f(nn, e)
-	}
 }
 
 // refusal is why a Service is refused; global is set when the node's budget refused it.

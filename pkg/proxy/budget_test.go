@@ -210,13 +210,13 @@ func TestBudgetEstimateBoundsPipeline(t *testing.T) {
 func TestBudgetIncrementalMatchesRanking(t *testing.T) {
 	r := rand.New(rand.NewPCG(1, 2))
 	for round := range 200 {
-		b := newFlowBudget(10, 30, entryMap{})
+		b := newFlowBudget(10, 30, nameMap[budgetEntry]{})
 		for step := range 40 {
 			nn := types.NamespacedName{Namespace: "ns", Name: fmt.Sprintf("s%d", r.IntN(12))}
 			e := budgetEntry{cost: 1 + r.IntN(14), created: time.Unix(int64(r.IntN(5)), 0)}
 			b.set(nn, e, r.IntN(5) != 0)
 			b.settle()
-			fresh := newFlowBudget(10, 30, entryMap{})
+			fresh := newFlowBudget(10, 30, nameMap[budgetEntry]{})
 			b.entries.each(fresh.entries.put)
 			fresh.walk = true
 			fresh.settle()

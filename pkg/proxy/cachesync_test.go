@@ -51,16 +51,8 @@ func TestNothingProgrammedBeforeCachesSync(t *testing.T) {
 		return nil
 	})
 	opts := testOptions()
-	opts.Clock = nil
 	opts.MinSyncInterval = 10 * time.Millisecond
-	p, err := New(opts, b)
-	if err != nil {
-		t.Fatal(err)
-	}
-	ctx, cancel := context.WithCancel(context.Background())
-	done := make(chan error, 1)
-	go func() { done <- p.Run(ctx, cs) }()
-	defer func() { cancel(); <-done }()
+	p := runWithInformers(t, opts, b, cs)
 
 	waitFor(t, 10*time.Second, "the proxier's tracker to hold the Service (or a bundle before the release)", func() bool {
 		return early.Load() || p.track.PendingServices().Has(types.NamespacedName{Namespace: "ns1", Name: "web"})
@@ -114,16 +106,8 @@ func TestFirstSyncHasTheWholeInitialList(t *testing.T) {
 	cs := fake.NewSimpleClientset(objs...)
 	first := &firstSync{}
 	opts := testOptions()
-	opts.Clock = nil
 	opts.Observer = first
-	p, err := New(opts, nullBridge{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	ctx, cancel := context.WithCancel(context.Background())
-	done := make(chan error, 1)
-	go func() { done <- p.Run(ctx, cs) }()
-	defer func() { cancel(); <-done }()
+	runWithInformers(t, opts, nullBridge{}, cs)
 	waitFor(t, 60*time.Second, "the first sync", func() bool { return first.get() != nil })
 	res := first.get()
 	withEndpoint := 0
@@ -135,4 +119,19 @@ func TestFirstSyncHasTheWholeInitialList(t *testing.T) {
 	if withEndpoint != n {
 		t.Fatalf("the first sync installed %d of %d Services with their endpoint (%d computed)", withEndpoint, n, len(res.Services))
 	}
+}
+
+// runWithInformers runs a proxier with the real clock on informers of cs until the test ends.
+func runWithInformers(t *testing.T, opts Options, b Bridge, cs *fake.Clientset) *Proxier {
+	t.Helper()
+	opts.Clock = nil
+	p, err := New(opts, b)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan error, 1)
+	go func() { done <- p.Run(ctx, cs) }()
+	t.Cleanup(func() { cancel(); <-done })
+	return p
 }

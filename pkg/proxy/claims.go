@@ -84,24 +84,13 @@ type svcClaims struct {
 }
 
 // claimStore keeps each claiming Service's svcClaims. The proxier keeps them in its Service
-// records (recordClaims), so that the index has no per-Service map of its own; claimMap keeps
+// records (recordClaims), so that the index has no per-Service map of its own; a nameMap keeps
 // them on their own (tests).
 type claimStore interface {
 	get(svc types.NamespacedName) (svcClaims, bool)
 	put(svc types.NamespacedName, sc svcClaims)
 	remove(svc types.NamespacedName)
 }
-
-// claimMap is a claimStore of its own.
-type claimMap map[types.NamespacedName]svcClaims
-
-func (m claimMap) get(svc types.NamespacedName) (svcClaims, bool) {
-	sc, ok := m[svc]
-	return sc, ok
-}
-
-func (m claimMap) put(svc types.NamespacedName, sc svcClaims) { m[svc] = sc }
-func (m claimMap) remove(svc types.NamespacedName)            { delete(m, svc) }
 
 // newClaimIndex returns an empty index keeping the Services' claims in of.
 func newClaimIndex(of claimStore) *claimIndex {

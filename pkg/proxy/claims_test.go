@@ -96,7 +96,7 @@ func TestClaimIndexOwners(t *testing.T) {
 		}, lost: map[string][]string{"ns/b": {"N v4 TCP 30000=ns/a"}}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			idx := newClaimIndex(claimMap{})
+			idx := newClaimIndex(nameMap[svcClaims]{})
 			for _, s := range tc.svcs {
 				var cs []claim
 				for _, c := range s.claims {
@@ -128,7 +128,7 @@ func TestClaimIndexOwners(t *testing.T) {
 // TestClaimIndexAffected: set returns every Service whose outcome changes, and only the
 // claimants of tuples whose owner changed.
 func TestClaimIndexAffected(t *testing.T) {
-	idx := newClaimIndex(claimMap{})
+	idx := newClaimIndex(nameMap[svcClaims]{})
 	ext := []claim{parseClaim(t, "E 10.96.0.30 TCP 80")}
 	a, b, c := types.NamespacedName{Namespace: "ns", Name: "a"}, types.NamespacedName{Namespace: "ns", Name: "b"}, types.NamespacedName{Namespace: "ns", Name: "c"}
 	if got := idx.set(a, claimEpoch, ext); !slices.Equal(got, []types.NamespacedName{a}) {
@@ -151,7 +151,7 @@ func TestClaimIndexAffected(t *testing.T) {
 		t.Fatalf("the owner leaves, b takes over: affected %v", got)
 	}
 	if len(idx.external) != 1 || len(idx.cluster) != 0 || len(idx.clusterMore) != 0 || len(idx.byAddr) != 1 ||
-		len(idx.of.(claimMap)) != 1 {
+		len(idx.of.(nameMap[svcClaims])) != 1 {
 		t.Fatalf("index not cleaned up: %+v", idx)
 	}
 }
@@ -159,7 +159,7 @@ func TestClaimIndexAffected(t *testing.T) {
 // outcomes returns, per Service of idx, the tuples it loses and to whom.
 func outcomes(idx *claimIndex) map[types.NamespacedName]string {
 	out := map[types.NamespacedName]string{}
-	for nn, sc := range idx.of.(claimMap) {
+	for nn, sc := range idx.of.(nameMap[svcClaims]) {
 		var b strings.Builder
 		for _, c := range sc.claims {
 			if c.kind != claimExternal {
@@ -182,7 +182,7 @@ func FuzzClaimIndexOrder(f *testing.F) {
 	f.Add([]byte{7, 7, 7, 0x87, 3, 0x43, 2, 0xc2, 9, 9})
 	addrs := []netip.Addr{netip.MustParseAddr("10.96.0.1"), netip.MustParseAddr("10.96.0.2"), netip.MustParseAddr("fd00::1")}
 	f.Fuzz(func(t *testing.T, ops []byte) {
-		idx := newClaimIndex(claimMap{})
+		idx := newClaimIndex(nameMap[svcClaims]{})
 		final := map[types.NamespacedName][]claim{}
 		created := map[types.NamespacedName]time.Time{}
 		for i := 0; i+1 < len(ops); i += 2 {
@@ -219,7 +219,7 @@ func FuzzClaimIndexOrder(f *testing.F) {
 				final[nn], created[nn] = cs, at
 			}
 		}
-		fresh := newClaimIndex(claimMap{})
+		fresh := newClaimIndex(nameMap[svcClaims]{})
 		names := slices.SortedFunc(maps.Keys(final), compareNames)
 		for _, nn := range names {
 			fresh.set(nn, created[nn], final[nn])

@@ -283,3 +283,22 @@ func (p *Proxier) dirtyDrained(d tracker.Drained) {
 		}
 	}
 }
+
+// nameMap keeps values by Service name in a map of its own: the budget's entries and the
+// claims of a proxier-less index (tests), which the proxier keeps in its svcRecords instead.
+type nameMap[V any] map[types.NamespacedName]V
+
+func (m nameMap[V]) get(nn types.NamespacedName) (V, bool) {
+	v, ok := m[nn]
+	return v, ok
+}
+
+func (m nameMap[V]) put(nn types.NamespacedName, v V) { m[nn] = v }
+func (m nameMap[V]) remove(nn types.NamespacedName)   { delete(m, nn) }
+func (m nameMap[V]) len() int                         { return len(m) }
+
+func (m nameMap[V]) each(f func(types.NamespacedName, V)) {
+	for nn, v := range m {
+		f(nn, v)
+	}
+}

@@ -129,9 +129,16 @@ func runWithInformers(t *testing.T, opts Options, b Bridge, cs *fake.Clientset) 
 	if err != nil {
 		t.Fatal(err)
 	}
+	runUntilCleanup(t, p, cs)
+	return p
+}
+
+// runUntilCleanup runs p on informers of cs until the test's clean-up, which stops it and waits
+// for it to return; the context it runs in is returned.
+func runUntilCleanup(t *testing.T, p *Proxier, cs *fake.Clientset) context.Context {
 	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan error, 1)
 	go func() { done <- p.Run(ctx, cs) }()
 	t.Cleanup(func() { cancel(); <-done })
-	return p
+	return ctx
 }

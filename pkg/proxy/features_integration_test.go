@@ -45,10 +45,7 @@ func startFeatureLab(t *testing.T, svcs ...*v1.Service) *featureLab {
 	if err != nil {
 		t.Fatal(err)
 	}
-	ctx, cancel := context.WithCancel(context.Background())
-	done := make(chan error, 1)
-	go func() { done <- p.Run(ctx, fake.NewSimpleClientset(objs...)) }()
-	t.Cleanup(func() { cancel(); <-done })
+	runUntilCleanup(t, p, fake.NewSimpleClientset(objs...))
 	waitFor(t, 20*time.Second, "the Services to be installed", func() bool { return len(p.Services()) == len(svcs) })
 	fl.p = p
 	return fl

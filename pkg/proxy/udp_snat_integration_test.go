@@ -66,10 +66,7 @@ func startSNATLab(t *testing.T) *snatLab {
 	if err != nil {
 		t.Fatal(err)
 	}
-	ctx, cancel := context.WithCancel(context.Background())
-	done := make(chan error, 1)
-	go func() { done <- p.Run(ctx, cs) }()
-	t.Cleanup(func() { cancel(); <-done })
+	ctx := runUntilCleanup(t, p, cs)
 	waitFor(t, 20*time.Second, "the Services to be installed", func() bool { return len(p.Services()) == 2 })
 	// The sync that installed the UDP Service's first endpoint flushes, after its flows are in,
 	// the conntrack entries of clients that tried the port before. A sync of our own waits for

@@ -17,8 +17,10 @@ import (
 	"github.com/antrea-proxy/antrea-proxy/pkg/nodenet"
 )
 
-// announceInterval bounds how long a change waits before the announcer applies it, and paces
-// the repeated gratuitous announcements.
+// announceInterval paces the announcer while it wants or holds addresses (or its last pass
+// failed): it re-asserts them, retries and repeats the gratuitous announcements. A change of the
+// Services, Nodes or the proxier's exposure wakes it at once; with nothing to announce it waits
+// for one.
 const announceInterval = 500 * time.Millisecond
 
 // uplinkRefresh is how long the announcer keeps the uplink it looked up when no Service or Node
@@ -182,6 +184,12 @@ func (d *DataPath) runAnnouncer(ctx context.Context, factory informers.SharedInf
 		} else {
 			lastErr = ""
 		}
+		// A node that announces nothing, and had nothing to withdraw, waits for a change: the
+		// ticks only re-assert and repeat announcements (an idle agent woke twice a second).
+		tick := t.C
+		if announcerIdle(want, ann.Announced(), lastErr) {
+			tick = nil
+		}
 		select {
 		case <-ctx.Done():
 			d.handOver(len(ann.Announced()) > 0)
@@ -193,9 +201,15 @@ func (d *DataPath) runAnnouncer(ctx context.Context, factory informers.SharedInf
 			recompute = true
 		case <-d.announceKick:
 			recompute = true
-		case <-t.C:
+		case <-tick:
 		}
 	}
+}
+
+// announcerIdle reports whether the announcer has nothing to do until a Service, a Node or the
+// proxier's exposure changes: it wants no address, holds none and its last pass succeeded.
+func announcerIdle(want, announced []netip.Addr, lastErr string) bool {
+	return len(want) == 0 && len(announced) == 0 && lastErr == ""
 }
 
 // uplinkCache keeps the announcer's uplink between passes (uplinkRefresh).

@@ -144,3 +144,25 @@ func TestUplinkCache(t *testing.T) {
 		}
 	}
 }
+
+// TestAnnouncerIdle: the announcer stops ticking only when it wants no address, holds none and
+// its last pass succeeded; anything to assert, withdraw or retry keeps the ticks.
+func TestAnnouncerIdle(t *testing.T) {
+	a := []netip.Addr{netip.MustParseAddr("172.18.0.5")}
+	for _, tc := range []struct {
+		name            string
+		want, announced []netip.Addr
+		lastErr         string
+		idle            bool
+	}{
+		{"nothing to do", nil, nil, "", true},
+		{"an address to announce", a, nil, "", false},
+		{"an address announced, no longer wanted", nil, a, "", false},
+		{"announcing", a, a, "", false},
+		{"the last pass failed", nil, nil, "no uplink", false},
+	} {
+		if got := announcerIdle(tc.want, tc.announced, tc.lastErr); got != tc.idle {
+			t.Errorf("%s: idle %v, want %v", tc.name, got, tc.idle)
+		}
+	}
+}

@@ -92,20 +92,33 @@ func (l *AnnouncerLease) SetBusy(busy bool) {
 // due reports whether a renewal is due now: always when busy (or without an idle interval), and
 // when idle once the idle interval passed since the last renewal.
 func (l *AnnouncerLease) due() bool {
+	return l.untilDue() <= 0
+}
+
+// untilDue is how long until the next renewal is due: none while busy (or without an idle
+// interval, or before the first idle renewal), what is left of the idle interval while idle.
+func (l *AnnouncerLease) untilDue() time.Duration {
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	if l.busy || l.idleRenew == 0 || l.lastRenew.IsZero() || l.lastDuration != l.idleDuration {
-		return true
+		return 0
 	}
-	// A tick early rather than a tick late: the ticker runs at the renew interval.
-	return l.clock.Since(l.lastRenew) >= l.idleRenew-l.renew/2
+	return l.idleRenew - l.clock.Since(l.lastRenew)
 }
 
-// run renews the Lease while healthy, until ctx is done: every renew interval while busy,
+// nextWake is how long Run sleeps after a pass: the renew interval while renewals are due at
+// every pass (busy, or a failed or skipped renewal to retry), else until the idle renewal is due.
+// An idle node thus wakes once per idle interval, not at every renew interval.
+func (l *AnnouncerLease) nextWake() time.Duration {
+	if d := l.untilDue(); d > 0 {
+		return d
+	}
+	return l.renew
+}
+
+// Run renews the Lease while healthy, until ctx is done: every renew interval while busy,
 // every idle interval while idle.
 func (l *AnnouncerLease) Run(ctx context.Context) {
-	t := l.clock.NewTicker(l.renew)
-	defer t.Stop()
 	var lastErr string
 	for {
 		if l.healthy() && l.due() {
@@ -118,11 +131,14 @@ func (l *AnnouncerLease) Run(ctx context.Context) {
 				lastErr = ""
 			}
 		}
+		t := l.clock.NewTimer(l.nextWake())
 		select {
 		case <-ctx.Done():
+			t.Stop()
 			return
 		case <-t.C():
 		case <-l.busyKick:
+			t.Stop()
 		}
 	}
 }

@@ -160,19 +160,24 @@ func TestAnnouncerLeaseIdleRenewsSlowly(t *testing.T) {
 	}
 
 	require.True(t, l.due(), "never renewed")
+	require.Equal(t, 500*time.Millisecond, l.nextWake(), "never renewed: retried every renew interval")
 	require.NoError(t, l.write(ctx, true))
 	require.Equal(t, int32(10), duration(), "an idle renewal writes twice the idle interval")
+	require.Equal(t, 5*time.Second, l.nextWake(), "idle: the loop sleeps the whole idle interval, not a renew interval")
 	clk.Step(4 * time.Second)
 	require.False(t, l.due(), "idle: not before the idle interval")
+	require.Equal(t, time.Second, l.nextWake())
 	require.True(t, l.Valid(), "idle: valid for the idle duration")
 	clk.Step(time.Second)
 	require.True(t, l.due(), "idle: due after the idle interval")
+	require.Equal(t, 500*time.Millisecond, l.nextWake(), "idle, overdue (unhealthy or failing): retried every renew interval")
 
 	l.SetBusy(true)
 	require.Len(t, l.busyKick, 1, "becoming busy wakes the renewal loop")
 	require.True(t, l.due(), "busy: due at every tick")
 	require.NoError(t, l.write(ctx, true))
 	require.Equal(t, int32(2), duration(), "a busy renewal writes the short duration")
+	require.Equal(t, 500*time.Millisecond, l.nextWake(), "busy: renewed every renew interval")
 	clk.Step(2100 * time.Millisecond)
 	require.False(t, l.Valid(), "busy: valid for the short duration only")
 
@@ -199,4 +204,37 @@ func TestAnnouncerLeaseRenewsAtOnceWhenBusy(t *testing.T) {
 	require.Eventually(t, durationIs(10), 5*time.Second, time.Millisecond, "the first renewal, idle")
 	l.SetBusy(true)
 	require.Eventually(t, durationIs(2), 5*time.Second, time.Millisecond, "busy: renewed at once, no clock step")
+}
+
+// TestAnnouncerLeaseIdleLoopWakesPerRenewal: the renewal loop of an idle node runs once per
+// idle renewal, not at every renew interval: stepping the clock through one idle interval wakes
+// it once, and that pass renews.
+func TestAnnouncerLeaseIdleLoopWakesPerRenewal(t *testing.T) {
+	clk := clocktesting.NewFakeClock(time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC))
+	cfg := config.AnnouncerConfig{LeaseDuration: config.Duration{Duration: 2 * time.Second},
+		RenewInterval: config.Duration{Duration: 500 * time.Millisecond}, IdleRenewInterval: &config.Duration{Duration: 5 * time.Second}}
+	client := fake.NewClientset()
+	var passes atomic.Int32
+	l := NewAnnouncerLease(client.CoordinationV1().Leases("kube-system"), "n1", cfg, func() bool { passes.Add(1); return true }, clk)
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan struct{})
+	go func() { l.Run(ctx); close(done) }()
+	defer func() { cancel(); <-done }()
+	writes := func() int {
+		n := 0
+		for _, a := range client.Actions() {
+			if a.GetVerb() == "create" || a.GetVerb() == "update" {
+				n++
+			}
+		}
+		return n
+	}
+	require.Eventually(t, func() bool { return writes() == 1 && clk.HasWaiters() }, 5*time.Second, time.Millisecond, "the first renewal")
+	for i := 0; i < 9; i++ {
+		clk.Step(500 * time.Millisecond) // a renew interval: no timer of the loop is due
+	}
+	require.Equal(t, int32(1), passes.Load(), "no pass before the idle renewal is due")
+	clk.Step(500 * time.Millisecond)
+	require.Eventually(t, func() bool { return writes() == 2 && clk.HasWaiters() }, 5*time.Second, time.Millisecond, "the idle renewal")
+	require.Equal(t, int32(2), passes.Load(), "one pass per idle renewal")
 }

@@ -3,7 +3,6 @@ package agent
 import (
 	"context"
 	"path/filepath"
-	"time"
 
 	"k8s.io/klog/v2"
 	"k8s.io/utils/clock"
@@ -17,10 +16,6 @@ import (
 	"github.com/antrea-proxy/antrea-proxy/pkg/proxy/healthcheck"
 	"github.com/antrea-proxy/antrea-proxy/pkg/reconciler"
 )
-
-// ovsConnPollInterval is how often the OpenFlow connection state is copied into the health
-// endpoints.
-const ovsConnPollInterval = time.Second
 
 // mgmtSocket is the OpenFlow management socket of the agent's bridge.
 func mgmtSocket(cfg *config.AgentConfig) string {
@@ -51,7 +46,7 @@ func (c *Components) startSelfHealing(ctx context.Context, cfg *config.AgentConf
 	// reset after a loss. With ovs-ofctl, a monitor keeps a connection open for that purpose.
 	var (
 		resets <-chan struct{}
-		conn   connectionState
+		conn   healthcheck.OVSConnection
 	)
 	if nb := c.nativeOF; nb != nil {
 		go nb.Run(ctx)
@@ -86,7 +81,7 @@ func (c *Components) startSelfHealing(ctx context.Context, cfg *config.AgentConf
 		klog.ErrorS(err, "Registering the healer's metrics failed")
 	}
 	go h.Run(ctx)
-	go reportOVSConnection(ctx, conn, c.observers.health)
+	c.observers.health.WatchOVS(conn) // read when /livez or /healthz is asked
 }
 
 // clearFlowRestoreWait tells ovs-vswitchd that the flows are restored (start-ovs sets
@@ -112,25 +107,4 @@ func (c *Components) clearFlowRestoreWaitAtStart(ctx context.Context, cfg *confi
 		g.proxier = c.Proxier
 	}
 	g.run(ctx)
-}
-
-// connectionState is an OpenFlow connection's state: ofconn.Monitor and native.Bridge.
-type connectionState interface {
-	Connected() (bool, time.Time)
-}
-
-// reportOVSConnection copies the OpenFlow connection state into the health endpoints: /livez
-// fails when OVS has been unreachable for longer than its grace period.
-func reportOVSConnection(ctx context.Context, mon connectionState, health *healthcheck.ProxyHealth) {
-	t := time.NewTicker(ovsConnPollInterval)
-	defer t.Stop()
-	for {
-		up, since := mon.Connected()
-		health.SetOVSConnected(up, since)
-		select {
-		case <-ctx.Done():
-			return
-		case <-t.C:
-		}
-	}
 }

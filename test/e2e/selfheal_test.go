@@ -4,6 +4,7 @@ package e2e
 
 import (
 	"context"
+	"encoding/json"
 	"fmt"
 	"strings"
 	"testing"
@@ -92,6 +93,39 @@ func TestSelfHeal(t *testing.T) {
 	t.Run("OVSDBRestart", e.ovsdbRestart)
 	t.Run("DelFlows", e.delFlows)
 	t.Run("AgentRestartLargeService", e.agentRestartLargeService)
+	t.Run("LivezWhileOVSDown", e.livezWhileOVSDown)
+}
+
+// livezWhileOVSDown: while node2's ovs-vswitchd is down, the agent's /livez says so (read from
+// its OpenFlow connection when asked; it stays 200 within the grace period) with the time of
+// the loss, and once ovs-vswitchd is back it reports the connection up and traffic flows again.
+func (e *selfHealEnv) livezWhileOVSDown(t *testing.T) {
+	n := e.n2
+	e.ensureHealthy(t, n, e.client2, e.node2Addr)
+	ctx := context.Background()
+	livez := func(wantConnected bool) func(context.Context) (bool, string, error) {
+		return func(ctx context.Context) (bool, string, error) {
+			code, raw, err := n.NS.HTTPStatus(ctx, "http://127.0.0.1:10256/livez")
+			if err != nil {
+				return false, err.Error(), nil
+			}
+			var body struct {
+				OVSConnected bool   `json:"ovsConnected"`
+				Since        string `json:"ovsDisconnectedSince"`
+			}
+			if err := json.Unmarshal(raw, &body); err != nil {
+				return false, fmt.Sprintf("%d %s: %v", code, raw, err), nil
+			}
+			done := code == 200 && body.OVSConnected == wantConnected && (wantConnected == (body.Since == ""))
+			return done, fmt.Sprintf("%d %s", code, raw), nil
+		}
+	}
+	n.OVS.KillVSwitchd()
+	t.Logf("killed ovs-vswitchd on %s", n.Name)
+	require.NoError(t, framework.Poll(ctx, 10*time.Second, "/livez on "+n.Name+" to report OVS disconnected", livez(false)))
+	require.NoError(t, n.StartVSwitchdAgain(t))
+	require.NoError(t, framework.Poll(ctx, 30*time.Second, "/livez on "+n.Name+" to report OVS connected", livez(true)))
+	require.NoError(t, echoesWithin(e.client2, e.node2Addr, 10, vswitchdRecoveryLimit+10*time.Second), "traffic through %s after ovs-vswitchd came back; %s", n.Name, e.nodeState(n))
 }
 
 // vswitchdRestart: SIGKILL of node1's ovs-vswitchd and a restart the way start-ovs does it

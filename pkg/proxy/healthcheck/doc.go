@@ -5,7 +5,7 @@
 //     endpoint of the Service, 503 otherwise (as kube-proxy's service health server does);
 //   - ProxyHealth provides the agent's /healthz and /livez (KEP-3836): the data plane is stale
 //     when a queued change has not been synced within 2×fullSyncPeriod; both also fail when the
-//     OpenFlow connection to OVS (ProxyHealth.SetOVSConnected) has been down longer than a grace
+//     OpenFlow connection to OVS (ProxyHealth.WatchOVS) has been down longer than a grace
 //     period (60 s by default), and /healthz also fails while the Node is being deleted or is
 //     tainted ToBeDeletedByClusterAutoscaler. The body says why.
 //

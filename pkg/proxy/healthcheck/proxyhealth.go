@@ -31,7 +31,7 @@ const DefaultOVSDisconnectGrace = 60 * time.Second
 // semantics: QueuedUpdate marks the oldest change not yet synced, Updated (a successful sync)
 // clears it. The proxier is healthy when nothing is pending or the oldest pending change is
 // younger than the timeout (2×fullSyncPeriod), and the OpenFlow connection to OVS (reported with
-// SetOVSConnected) has not been down for longer than the grace period.
+// WatchOVS) has not been down for longer than the grace period.
 type ProxyHealth struct {
 	clock   clock.PassiveClock
 	timeout time.Duration
@@ -45,9 +45,8 @@ type ProxyHealth struct {
 	oldestPending time.Time
 	// nodeEligible is false while the Node is being deleted or tainted for deletion.
 	nodeEligible bool
-	// ovsDownSince is when the OpenFlow connection to OVS was lost; zero while connected (or
-	// never reported).
-	ovsDownSince time.Time
+	// ovs is the OpenFlow connection to OVS (WatchOVS); nil counts as connected.
+	ovs OVSConnection
 }
 
 // Option configures a ProxyHealth.
@@ -78,21 +77,34 @@ func NewProxyHealth(fullSyncPeriod time.Duration, clk clock.PassiveClock, opts .
 	return h
 }
 
-// SetOVSConnected records the state of the OpenFlow connection to OVS (the agent calls it on
-// every change the connection monitor reports): connected, or lost at since (the zero time
-// means now). A loss already recorded keeps its original time.
-func (h *ProxyHealth) SetOVSConnected(connected bool, since time.Time) {
+// OVSConnection is the OpenFlow connection to OVS as ProxyHealth reads it (the agent's
+// connection monitor): whether it is up, and since when it has been in that state (when it was
+// lost, while it is down).
+type OVSConnection interface {
+	Connected() (bool, time.Time)
+}
+
+// WatchOVS makes the health read the OpenFlow connection's state from c whenever it is asked,
+// so that nothing has to poll the connection to keep the health current. Until it is called,
+// and with nil, OVS counts as connected.
+func (h *ProxyHealth) WatchOVS(c OVSConnection) {
 	h.mu.Lock()
 	defer h.mu.Unlock()
-	switch {
-	case connected:
-		h.ovsDownSince = time.Time{}
-	case h.ovsDownSince.IsZero():
-		if since.IsZero() {
-			since = h.clock.Now()
-		}
-		h.ovsDownSince = since
+	h.ovs = c
+}
+
+// ovsDownSince is when the OpenFlow connection was lost; zero while it is up (or not watched).
+func (h *ProxyHealth) ovsDownSince() time.Time {
+	h.mu.RLock()
+	c := h.ovs
+	h.mu.RUnlock()
+	if c == nil {
+		return time.Time{}
 	}
+	if up, since := c.Connected(); !up {
+		return since
+	}
+	return time.Time{}
 }
 
 // QueuedUpdate records that a change waits for a sync; only the oldest pending one counts.
@@ -154,20 +166,21 @@ type healthState struct {
 }
 
 func (h *ProxyHealth) state() healthState {
+	down := h.ovsDownSince() // read before h.mu: the connection has its own lock
 	h.mu.RLock()
 	defer h.mu.RUnlock()
-	st := healthState{healthy: true, lastUpdated: h.lastUpdated, now: h.clock.Now(), ovsDownSince: h.ovsDownSince}
+	st := healthState{healthy: true, lastUpdated: h.lastUpdated, now: h.clock.Now(), ovsDownSince: down}
 	if !h.oldestPending.IsZero() && st.now.Sub(h.oldestPending) >= h.timeout {
 		st.healthy = false
 		st.reason = fmt.Sprintf("a change has waited %s for a sync (limit %s)", st.now.Sub(h.oldestPending).Round(time.Second), h.timeout)
 	}
-	if !h.ovsDownSince.IsZero() && st.now.Sub(h.ovsDownSince) >= h.ovsGrace {
+	if !down.IsZero() && st.now.Sub(down) >= h.ovsGrace {
 		st.healthy = false
 		if st.reason != "" {
 			st.reason += "; "
 		}
 		st.reason += fmt.Sprintf("the OpenFlow connection to OVS has been down for %s (limit %s)",
-			st.now.Sub(h.ovsDownSince).Round(time.Second), h.ovsGrace)
+			st.now.Sub(down).Round(time.Second), h.ovsGrace)
 	}
 	return st
 }

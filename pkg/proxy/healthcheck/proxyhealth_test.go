@@ -7,6 +7,7 @@ import (
 	"net"
 	"net/http"
 	"net/http/httptest"
+	"sync"
 	"testing"
 	"time"
 
@@ -174,18 +175,39 @@ func getLivez(t *testing.T, h *ProxyHealth) (int, map[string]any) {
 	return rec.Code, body
 }
 
+// fakeOVS is an OpenFlow connection whose state a test sets.
+type fakeOVS struct {
+	mu    sync.Mutex
+	up    bool
+	since time.Time
+}
+
+func (f *fakeOVS) Connected() (bool, time.Time) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	return f.up, f.since
+}
+
+func (f *fakeOVS) set(up bool, since time.Time) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	f.up, f.since = up, since
+}
+
 func TestLivezFailsWhenOVSStaysDisconnected(t *testing.T) {
 	clk := clocktesting.NewFakeClock(time.Unix(1_700_000_000, 0))
 	h := NewProxyHealth(syncPeriod, clk)
 	code, body := getLivez(t, h)
-	require.Equal(t, http.StatusOK, code, "connected until told otherwise")
+	require.Equal(t, http.StatusOK, code, "connected while no connection is watched")
 	require.Equal(t, true, body["ovsConnected"])
 	require.NotContains(t, body, "reason")
 
+	ovs := &fakeOVS{up: true, since: clk.Now()}
+	h.WatchOVS(ovs)
+	require.True(t, h.IsHealthy())
 	lost := clk.Now()
-	h.SetOVSConnected(false, lost)
+	ovs.set(false, lost) // read when asked: nothing reports the loss to the health
 	clk.Step(DefaultOVSDisconnectGrace - time.Second)
-	h.SetOVSConnected(false, clk.Now()) // a repeated report keeps the original loss time
 	code, body = getLivez(t, h)
 	require.Equal(t, http.StatusOK, code, "within the grace period")
 	require.Equal(t, false, body["ovsConnected"])
@@ -200,17 +222,17 @@ func TestLivezFailsWhenOVSStaysDisconnected(t *testing.T) {
 	require.Equal(t, http.StatusServiceUnavailable, hz, "/healthz includes /livez's verdict")
 	require.Contains(t, hzBody.Reason, "OVS")
 
-	h.SetOVSConnected(true, time.Time{})
+	ovs.set(true, clk.Now())
 	code, body = getLivez(t, h)
 	require.Equal(t, http.StatusOK, code, "reconnected")
 	require.Equal(t, true, body["ovsConnected"])
 	require.NotContains(t, body, "ovsDisconnectedSince")
 }
 
-func TestOVSDisconnectGraceOptionAndZeroSince(t *testing.T) {
+func TestOVSDisconnectGraceOption(t *testing.T) {
 	clk := clocktesting.NewFakeClock(time.Unix(1_700_000_000, 0))
 	h := NewProxyHealth(syncPeriod, clk, WithOVSDisconnectGrace(5*time.Second))
-	h.SetOVSConnected(false, time.Time{}) // now
+	h.WatchOVS(&fakeOVS{up: false, since: clk.Now()})
 	clk.Step(4 * time.Second)
 	require.True(t, h.IsHealthy())
 	clk.Step(time.Second)

@@ -3,7 +3,11 @@ package agent
 import (
 	"context"
 	"path/filepath"
+	"regexp"
 	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
+	"github.com/prometheus/client_golang/prometheus/collectors"
 
 	"k8s.io/klog/v2"
 
@@ -33,7 +37,8 @@ func newObservers(cfg *config.AgentConfig, fullSyncPeriod time.Duration) *observ
 		health:  healthcheck.NewProxyHealth(fullSyncPeriod, nil),
 		limits:  newHTTPLimiters(),
 	}
-	o.metrics.Registry().MustRegister(o.limits.collector())
+	o.metrics.Registry().MustRegister(o.limits.collector(), runtimeCollector(),
+		collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
 	o.services = healthcheck.NewServiceHealthServer(healthcheck.ServiceOptions{
 		NodeName:     cfg.NodeName,
 		Limiter:      o.limits.services,
@@ -43,6 +48,15 @@ func newObservers(cfg *config.AgentConfig, fullSyncPeriod time.Duration) *observ
 		},
 	})
 	return o
+}
+
+// runtimeCollector is the Go runtime's collector (go_*): the memory statistics, plus the
+// runtime's own estimate of where the process's CPU time goes (/cpu/classes/: user code, the
+// collector, the scavenger, idle) and its collection counts (/gc/), so that an operator can tell
+// an idle agent's collections from its own work.
+func runtimeCollector() prometheus.Collector {
+	return collectors.NewGoCollector(collectors.WithGoCollectorRuntimeMetrics(
+		collectors.MetricsGC, collectors.GoRuntimeMetricsRule{Matcher: regexp.MustCompile(`^/cpu/classes/`)}))
 }
 
 // list returns the observers, then extra, as one observer of the proxier.

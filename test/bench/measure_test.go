@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"math"
 	"os"
+	"path/filepath"
 	"sort"
 	"strconv"
 	"strings"
@@ -51,6 +52,66 @@ func cpuSeconds(pid int) (float64, error) {
 		return 0, fmt.Errorf("pid %d: stat times: %v %v", pid, err1, err2)
 	}
 	return (ut + st) / clockTicks, nil
+}
+
+// contextSwitches is how many times the threads of pid were switched out, voluntarily (to wait)
+// or not: the sum over /proc/<pid>/task/*/status. At rest nearly every one is a wake-up of a
+// thread that had nothing to do, so their rate says how often the process wakes, at a far finer
+// grain than its CPU time in clock ticks. Threads that exited are not counted.
+func contextSwitches(pid int) (float64, error) {
+	dir := fmt.Sprintf("/proc/%d/task", pid)
+	tasks, err := os.ReadDir(dir)
+	if err != nil {
+		return 0, err
+	}
+	var n float64
+	for _, task := range tasks {
+		b, err := os.ReadFile(filepath.Join(dir, task.Name(), "status"))
+		if err != nil {
+			continue // the thread exited meanwhile
+		}
+		v, err := switchesOf(string(b))
+		if err != nil {
+			return 0, fmt.Errorf("%s/%s/status: %w", dir, task.Name(), err)
+		}
+		n += v
+	}
+	return n, nil
+}
+
+// switchesOf is voluntary_ctxt_switches + nonvoluntary_ctxt_switches of a status file.
+func switchesOf(status string) (float64, error) {
+	var n float64
+	found := 0
+	for _, line := range strings.Split(status, "\n") {
+		k, v, ok := strings.Cut(line, ":")
+		if !ok || (k != "voluntary_ctxt_switches" && k != "nonvoluntary_ctxt_switches") {
+			continue
+		}
+		x, err := strconv.ParseFloat(strings.TrimSpace(v), 64)
+		if err != nil {
+			return 0, fmt.Errorf("%s: %w", k, err)
+		}
+		n += x
+		found++
+	}
+	if found != 2 {
+		return 0, fmt.Errorf("no context switch counts")
+	}
+	return n, nil
+}
+
+// counterValue is the value of the unlabelled sample name of a text exposition.
+func counterValue(body []byte, name string) (float64, bool) {
+	for _, line := range strings.Split(string(body), "\n") {
+		f := strings.Fields(line)
+		if len(f) != 2 || f[0] != name {
+			continue
+		}
+		v, err := strconv.ParseFloat(f[1], 64)
+		return v, err == nil
+	}
+	return 0, false
 }
 
 // histogram is one Prometheus histogram of a text exposition.

@@ -72,6 +72,8 @@ func figures(n int, res []*result, floor floorResult, replay replayResult) []fig
 		{Name: "replay after an ovs-vswitchd restart", Note: "OpenFlow up → every flow back", Unit: "s", Kind: total, A: replay.Took.Seconds(), AOnly: true},
 		{Name: "allocated at rest", Note: "idle window", Unit: "MB/min", Kind: total, A: a.AllocRest, AOnly: true},
 		{Name: "collections at rest", Note: "idle window", Unit: "/min", Kind: total, A: a.GCRest, AOnly: true},
+		{Name: "context switches at rest", Note: "idle window, every thread", Unit: "/min", Kind: total, A: a.IdleSwitches, K: k.IdleSwitches},
+		{Name: "idle CPU of the agent's garbage collector", Note: "Go runtime's estimate", Unit: "s/min", Kind: total, A: a.IdleGC, AOnly: true},
 	}
 	for i := range f {
 		if f[i].Unit == "ms" {
@@ -101,6 +103,8 @@ func formatValue(v float64, unit string) string {
 		return fmt.Sprintf("%.0f %s", v, unit)
 	case unit == "KB":
 		return fmt.Sprintf("%.1f %s", v, unit)
+	case unit == "/min" && v >= 100:
+		return fmt.Sprintf("%.0f %s", v, unit)
 	}
 	return fmt.Sprintf("%.2f %s", v, unit)
 }

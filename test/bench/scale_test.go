@@ -22,6 +22,12 @@ type result struct {
 	FullSync            histogram
 	RSS                 float64
 	IdleCPU, OVSIdleCPU float64 // seconds per minute
+	// IdleSwitches is how many times the proxy's threads were switched out per minute of the
+	// idle window (contextSwitches): how often it wakes at rest.
+	IdleSwitches float64
+	// IdleGC is the agent's CPU in its garbage collector per minute of the idle window (the
+	// runtime's estimate), part of IdleCPU.
+	IdleGC float64
 	// HeapInUse (Go heap in use) and OVSRSS (ovs-vswitchd's RSS), in MB, of the antrea node
 	// only, read with RSS.
 	HeapInUse, OVSRSS float64
@@ -138,15 +144,17 @@ func runSize(t *testing.T, cfg config, n int, progress func(string, ...any)) siz
 	if err != nil {
 		t.Fatalf("the agent's memory statistics: %v", err)
 	}
-	cpuProf := make(chan error, 1)
-	go func() { cpuProf <- prof.saveCPU(ctx, cfg.Idle) }()
-	measureIdle(t, sides, res, cfg.Idle, progress)
-	if err := <-cpuProf; err != nil {
-		t.Errorf("the agent's CPU profile: %v", err)
-	}
+	measureIdle(t, ctx, sides, res, cfg.Idle, progress)
 	restEnd, err := prof.allocStats(ctx, "rest-end")
 	if err != nil {
 		t.Fatalf("the agent's memory statistics: %v", err)
+	}
+	// The CPU profile of the agent at rest has a window of its own, after the idle one: the
+	// profiler reads its buffer ten times a second, which would count as the agent's idle
+	// CPU and wake-ups.
+	progress("the agent's CPU profile at rest over %v", min(cfg.Idle, time.Minute))
+	if err := prof.saveCPU(ctx, min(cfg.Idle, time.Minute)); err != nil {
+		t.Errorf("the agent's CPU profile: %v", err)
 	}
 	res[0].AllocRest, res[0].GCRest = perMinute(restStart, restEnd, cfg.Idle)
 	progress("agent at rest: allocated %.1f MB and ran %.1f collections a minute", res[0].AllocRest, res[0].GCRest)
@@ -356,38 +364,54 @@ func perMinute(start, end allocStats, window time.Duration) (allocMB, gcs float6
 	return (end.TotalAllocMB - start.TotalAllocMB) / m, (end.NumGC - start.NumGC) / m
 }
 
-// measureIdle takes the CPU time of the proxies and of the agent node's ovs-vswitchd over
-// window while nothing changes.
-func measureIdle(t *testing.T, sides []*side, res []*result, window time.Duration, progress func(string, ...any)) {
+// measureIdle takes the CPU time of the proxies and of the agent node's ovs-vswitchd, the
+// proxies' context switches and the agent's CPU in its garbage collector (the Go runtime's
+// estimate, go_cpu_classes_gc_total_cpu_seconds_total), over window while nothing changes.
+func measureIdle(t *testing.T, ctx context.Context, sides []*side, res []*result, window time.Duration, progress func(string, ...any)) {
 	pids := []int{sides[0].Node.OVS.VSwitchdPID()}
 	for _, s := range sides {
 		pids = append(pids, s.Node.ProxyPID())
 	}
-	before := make([]float64, len(pids))
-	for i, p := range pids {
-		v, err := cpuSeconds(p)
-		if err != nil {
-			t.Fatalf("idle CPU: %v", err)
+	read := func() (cpu, switches []float64, gc float64) {
+		cpu, switches = make([]float64, len(pids)), make([]float64, len(pids))
+		for i, p := range pids {
+			var err error
+			if cpu[i], err = cpuSeconds(p); err != nil {
+				t.Fatalf("idle CPU: %v", err)
+			}
+			if switches[i], err = contextSwitches(p); err != nil {
+				t.Fatalf("idle context switches: %v", err)
+			}
 		}
-		before[i] = v
+		b, err := sides[0].metrics(ctx)
+		if err != nil {
+			t.Fatalf("the agent's metrics: %v", err)
+		}
+		gc, ok := counterValue(b, gcCPUMetric)
+		if !ok {
+			t.Fatalf("the agent's metrics have no %s", gcCPUMetric)
+		}
+		return cpu, switches, gc
 	}
+	cpu0, sw0, gc0 := read()
 	progress("idle CPU: measuring over %v with nothing changing", window)
 	start := time.Now()
 	<-time.After(window)
 	elapsed := time.Since(start).Minutes()
-	per := make([]float64, len(pids))
-	for i, p := range pids {
-		v, err := cpuSeconds(p)
-		if err != nil {
-			t.Fatalf("idle CPU: %v", err)
-		}
-		per[i] = (v - before[i]) / elapsed
-	}
-	res[0].OVSIdleCPU = per[0]
+	cpu1, sw1, gc1 := read()
+	res[0].OVSIdleCPU = (cpu1[0] - cpu0[0]) / elapsed
+	res[0].IdleGC = (gc1 - gc0) / elapsed
 	for i := range sides {
-		res[i].IdleCPU = per[i+1]
+		res[i].IdleCPU = (cpu1[i+1] - cpu0[i+1]) / elapsed
+		res[i].IdleSwitches = (sw1[i+1] - sw0[i+1]) / elapsed
 	}
+	progress("idle: %s; the agent's collector %.3f s/min", perSide(sides, res, func(r *result) string {
+		return fmt.Sprintf("%.3f s/min CPU, %.0f context switches/min", r.IdleCPU, r.IdleSwitches)
+	}), res[0].IdleGC)
 }
+
+// gcCPUMetric is the Go runtime's estimate of the CPU its garbage collector used (seconds).
+const gcCPUMetric = "go_cpu_classes_gc_total_cpu_seconds_total"
 
 // loadAvg is /proc/loadavg's first three fields.
 func loadAvg() string {

@@ -122,3 +122,30 @@ func TestPerMinute(t *testing.T) {
 	require.InDelta(t, 15, alloc, 1e-9)
 	require.InDelta(t, 1.5, gcs, 1e-9)
 }
+
+// TestContextSwitches: a status file's two counts are summed; this process's threads have
+// switched at least once (the test blocks on a timer first); a file without them is an error.
+func TestContextSwitches(t *testing.T) {
+	n, err := switchesOf("Name:\tx\nvoluntary_ctxt_switches:\t120\nnonvoluntary_ctxt_switches:\t7\n")
+	require.NoError(t, err)
+	require.Equal(t, 127.0, n)
+	_, err = switchesOf("Name:\tx\n")
+	require.Error(t, err)
+	before, err := contextSwitches(os.Getpid())
+	require.NoError(t, err)
+	<-time.After(10 * time.Millisecond)
+	after, err := contextSwitches(os.Getpid())
+	require.NoError(t, err)
+	require.Greater(t, after, before, "blocking on a timer switches a thread out")
+}
+
+// TestCounterValue: an unlabelled sample is found by its exact name, not by a prefix or a
+// comment.
+func TestCounterValue(t *testing.T) {
+	body := []byte("# HELP go_cpu_classes_gc_total_cpu_seconds_total x\ngo_cpu_classes_gc_total_cpu_seconds_total_x 9\ngo_cpu_classes_gc_total_cpu_seconds_total 0.125\n")
+	v, ok := counterValue(body, gcCPUMetric)
+	require.True(t, ok)
+	require.Equal(t, 0.125, v)
+	_, ok = counterValue(body, "go_goroutines")
+	require.False(t, ok)
+}

@@ -25,7 +25,9 @@ const announceInterval = 500 * time.Millisecond
 
 // uplinkRefresh is how long the announcer keeps the uplink it looked up when no Service or Node
 // changed and the last pass succeeded: a pass looks it up again after a change, after a failed
-// pass, and at least this often (an address moved to another interface is followed within it).
+// pass, and at least this often while passes run (an address moved to another interface is
+// followed within it by a node that announces addresses; an idle one runs no pass, and the
+// uplink does not matter to it).
 const uplinkRefresh = 10 * time.Second
 
 // lbServed describes the LoadBalancer Services antrea-controller serves, whose addresses this

@@ -3,6 +3,8 @@ package agent
 import (
 	"context"
 	"errors"
+	"slices"
+	"sync"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -206,16 +208,35 @@ func TestAnnouncerLeaseRenewsAtOnceWhenBusy(t *testing.T) {
 	require.Eventually(t, durationIs(2), 5*time.Second, time.Millisecond, "busy: renewed at once, no clock step")
 }
 
-// TestAnnouncerLeaseIdleLoopWakesPerRenewal: the renewal loop of an idle node runs once per
-// idle renewal, not at every renew interval: stepping the clock through one idle interval wakes
-// it once, and that pass renews.
+// waitRecorder is a fake clock that records the duration of every timer it hands out.
+type waitRecorder struct {
+	*clocktesting.FakeClock
+	mu    sync.Mutex
+	waits []time.Duration
+}
+
+func (c *waitRecorder) NewTimer(d time.Duration) clock.Timer {
+	c.mu.Lock()
+	c.waits = append(c.waits, d)
+	c.mu.Unlock()
+	return c.FakeClock.NewTimer(d)
+}
+
+func (c *waitRecorder) recorded() []time.Duration {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return slices.Clone(c.waits)
+}
+
+// TestAnnouncerLeaseIdleLoopWakesPerRenewal: after an idle renewal the renewal loop sleeps the
+// whole idle interval, not a renew interval (an idle agent woke twice a second for a renewal
+// every 5 s), and the pass that ends that sleep renews.
 func TestAnnouncerLeaseIdleLoopWakesPerRenewal(t *testing.T) {
-	clk := clocktesting.NewFakeClock(time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC))
+	clk := &waitRecorder{FakeClock: clocktesting.NewFakeClock(time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC))}
 	cfg := config.AnnouncerConfig{LeaseDuration: config.Duration{Duration: 2 * time.Second},
 		RenewInterval: config.Duration{Duration: 500 * time.Millisecond}, IdleRenewInterval: &config.Duration{Duration: 5 * time.Second}}
 	client := fake.NewClientset()
-	var passes atomic.Int32
-	l := NewAnnouncerLease(client.CoordinationV1().Leases("kube-system"), "n1", cfg, func() bool { passes.Add(1); return true }, clk)
+	l := NewAnnouncerLease(client.CoordinationV1().Leases("kube-system"), "n1", cfg, func() bool { return true }, clk)
 	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan struct{})
 	go func() { l.Run(ctx); close(done) }()
@@ -229,12 +250,12 @@ func TestAnnouncerLeaseIdleLoopWakesPerRenewal(t *testing.T) {
 		}
 		return n
 	}
-	require.Eventually(t, func() bool { return writes() == 1 && clk.HasWaiters() }, 5*time.Second, time.Millisecond, "the first renewal")
-	for i := 0; i < 9; i++ {
-		clk.Step(500 * time.Millisecond) // a renew interval: no timer of the loop is due
-	}
-	require.Equal(t, int32(1), passes.Load(), "no pass before the idle renewal is due")
-	clk.Step(500 * time.Millisecond)
-	require.Eventually(t, func() bool { return writes() == 2 && clk.HasWaiters() }, 5*time.Second, time.Millisecond, "the idle renewal")
-	require.Equal(t, int32(2), passes.Load(), "one pass per idle renewal")
+	sleeps := func(n int) func() bool { return func() bool { return len(clk.recorded()) >= n } }
+	require.Eventually(t, sleeps(1), 5*time.Second, time.Millisecond, "the loop sleeps after its first pass")
+	require.Equal(t, 1, writes(), "the first pass renewed")
+	require.Equal(t, []time.Duration{5 * time.Second}, clk.recorded(), "idle: asleep until the idle renewal is due")
+	clk.Step(5 * time.Second)
+	require.Eventually(t, sleeps(2), 5*time.Second, time.Millisecond, "the idle renewal's pass")
+	require.Equal(t, 2, writes(), "the pass that ends the sleep renews")
+	require.Equal(t, []time.Duration{5 * time.Second, 5 * time.Second}, clk.recorded())
 }

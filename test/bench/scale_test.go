@@ -149,13 +149,6 @@ func runSize(t *testing.T, cfg config, n int, progress func(string, ...any)) siz
 	if err != nil {
 		t.Fatalf("the agent's memory statistics: %v", err)
 	}
-	// The CPU profile of the agent at rest has a window of its own, after the idle one: the
-	// profiler reads its buffer ten times a second, which would count as the agent's idle
-	// CPU and wake-ups.
-	progress("the agent's CPU profile at rest over %v", min(cfg.Idle, time.Minute))
-	if err := prof.saveCPU(ctx, min(cfg.Idle, time.Minute)); err != nil {
-		t.Errorf("the agent's CPU profile: %v", err)
-	}
 	res[0].AllocRest, res[0].GCRest = perMinute(restStart, restEnd, cfg.Idle)
 	progress("agent at rest: allocated %.1f MB and ran %.1f collections a minute", res[0].AllocRest, res[0].GCRest)
 	for i, s := range sides {
@@ -164,6 +157,13 @@ func runSize(t *testing.T, cfg config, n int, progress func(string, ...any)) siz
 		}
 	}
 	progress("RSS after the idle window %s", perSide(sides, res, func(r *result) string { return fmt.Sprintf("%.0f MB", r.RSSRest) }))
+	// The CPU profile of the agent at rest has a window of its own, after the idle one: the
+	// profiler reads its buffer ten times a second, which would count as the agent's idle
+	// CPU and wake-ups.
+	progress("the agent's CPU profile at rest over %v", min(cfg.Idle, time.Minute))
+	if err := prof.saveCPU(ctx, min(cfg.Idle, time.Minute)); err != nil {
+		t.Errorf("the agent's CPU profile: %v", err)
+	}
 	// A change waits at worst behind one full sync of the slower proxy.
 	changeTimeout := 30*time.Second + 2*max(res[0].Programmed, res[1].Programmed)
 	measureChanges(t, ctx, cs, sides, res, svcs, cfg, changeTimeout, progress)
@@ -372,7 +372,7 @@ func measureIdle(t *testing.T, ctx context.Context, sides []*side, res []*result
 	for _, s := range sides {
 		pids = append(pids, s.Node.ProxyPID())
 	}
-	read := func() (cpu, switches []float64, gc float64) {
+	read := func() (cpu, switches []float64) {
 		cpu, switches = make([]float64, len(pids)), make([]float64, len(pids))
 		for i, p := range pids {
 			var err error
@@ -383,6 +383,9 @@ func measureIdle(t *testing.T, ctx context.Context, sides []*side, res []*result
 				t.Fatalf("idle context switches: %v", err)
 			}
 		}
+		return cpu, switches
+	}
+	gcCPU := func() float64 {
 		b, err := sides[0].metrics(ctx)
 		if err != nil {
 			t.Fatalf("the agent's metrics: %v", err)
@@ -391,14 +394,17 @@ func measureIdle(t *testing.T, ctx context.Context, sides []*side, res []*result
 		if !ok {
 			t.Fatalf("the agent's metrics have no %s", gcCPUMetric)
 		}
-		return cpu, switches, gc
+		return gc
 	}
-	cpu0, sw0, gc0 := read()
+	// The scrapes of the collector's CPU stay outside the window of the process figures.
+	gc0 := gcCPU()
+	cpu0, sw0 := read()
 	progress("idle CPU: measuring over %v with nothing changing", window)
 	start := time.Now()
 	<-time.After(window)
 	elapsed := time.Since(start).Minutes()
-	cpu1, sw1, gc1 := read()
+	cpu1, sw1 := read()
+	gc1 := gcCPU()
 	res[0].OVSIdleCPU = (cpu1[0] - cpu0[0]) / elapsed
 	res[0].IdleGC = (gc1 - gc0) / elapsed
 	for i := range sides {

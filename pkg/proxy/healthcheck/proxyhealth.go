@@ -79,7 +79,8 @@ func NewProxyHealth(fullSyncPeriod time.Duration, clk clock.PassiveClock, opts .
 
 // OVSConnection is the OpenFlow connection to OVS as ProxyHealth reads it (the agent's
 // connection monitor): whether it is up, and since when it has been in that state (when it was
-// lost, while it is down).
+// lost, while it is down; never the zero time: ofconn.Monitor counts from its creation until
+// its first connection).
 type OVSConnection interface {
 	Connected() (bool, time.Time)
 }

@@ -101,19 +101,6 @@ func switchesOf(status string) (float64, error) {
 	return n, nil
 }
 
-// counterValue is the value of the unlabelled sample name of a text exposition.
-func counterValue(body []byte, name string) (float64, bool) {
-	for _, line := range strings.Split(string(body), "\n") {
-		f := strings.Fields(line)
-		if len(f) != 2 || f[0] != name {
-			continue
-		}
-		v, err := strconv.ParseFloat(f[1], 64)
-		return v, err == nil
-	}
-	return 0, false
-}
-
 // histogram is one Prometheus histogram of a text exposition.
 type histogram struct {
 	Sum, Count float64

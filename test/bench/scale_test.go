@@ -390,7 +390,7 @@ func measureIdle(t *testing.T, ctx context.Context, sides []*side, res []*result
 		if err != nil {
 			t.Fatalf("the agent's metrics: %v", err)
 		}
-		gc, ok := counterValue(b, gcCPUMetric)
+		gc, ok := framework.MetricValue(string(b), gcCPUMetric)
 		if !ok {
 			t.Fatalf("the agent's metrics have no %s", gcCPUMetric)
 		}

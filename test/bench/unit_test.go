@@ -138,14 +138,3 @@ func TestContextSwitches(t *testing.T) {
 	require.NoError(t, err)
 	require.Greater(t, after, before, "blocking on a timer switches a thread out")
 }
-
-// TestCounterValue: an unlabelled sample is found by its exact name, not by a prefix or a
-// comment.
-func TestCounterValue(t *testing.T) {
-	body := []byte("# HELP go_cpu_classes_gc_total_cpu_seconds_total x\ngo_cpu_classes_gc_total_cpu_seconds_total_x 9\ngo_cpu_classes_gc_total_cpu_seconds_total 0.125\n")
-	v, ok := counterValue(body, gcCPUMetric)
-	require.True(t, ok)
-	require.Equal(t, 0.125, v)
-	_, ok = counterValue(body, "go_goroutines")
-	require.False(t, ok)
-}

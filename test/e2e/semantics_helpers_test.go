@@ -3,13 +3,10 @@
 package e2e
 
 import (
-	"bufio"
 	"context"
 	"errors"
 	"fmt"
 	"net"
-	"strconv"
-	"strings"
 	"testing"
 	"time"
 
@@ -112,36 +109,6 @@ func requireDropped(t *testing.T, ns *framework.NetNS, proto, addr, what string)
 func isTimeout(err error) bool {
 	var ne net.Error
 	return errors.Is(err, context.DeadlineExceeded) || (errors.As(err, &ne) && ne.Timeout())
-}
-
-// metricValue returns the value of the first sample of name (with any labels) in a Prometheus
-// text exposition.
-func metricValue(exposition, name string) (float64, bool) {
-	sc := bufio.NewScanner(strings.NewReader(exposition))
-	sc.Buffer(make([]byte, 0, 64<<10), 1<<20)
-	for sc.Scan() {
-		line := sc.Text()
-		if strings.HasPrefix(line, "#") {
-			continue
-		}
-		f := strings.Fields(line)
-		if len(f) < 2 {
-			continue
-		}
-		metric := f[0]
-		if i := strings.IndexByte(metric, '{'); i >= 0 {
-			metric = metric[:i]
-		}
-		if metric != name {
-			continue
-		}
-		v, err := strconv.ParseFloat(f[len(f)-1], 64)
-		if err != nil {
-			continue
-		}
-		return v, true
-	}
-	return 0, false
 }
 
 // serverNames lists a count map's keys, for messages.

@@ -299,15 +299,15 @@ func (e *policyEnv) metricsAndHealthz(t *testing.T) {
 		text := string(body)
 		for _, m := range []string{"antrea_proxy_services_installed", "antrea_proxy_endpoints_installed", "antrea_proxy_flows_installed",
 			"antrea_proxy_groups_installed", "antrea_proxy_sync_proxy_rules_duration_seconds_count"} {
-			v, ok := metricValue(text, m)
+			v, ok := framework.MetricValue(text, m)
 			require.True(t, ok, "%s: /metrics has no %s", n.Name, m)
 			require.Positive(t, v, "%s: %s", n.Name, m)
 			t.Logf("%s: %s %s", n.Name, m, strconv.FormatFloat(v, 'g', -1, 64))
 		}
 		// 5 Services of this test are installed; the ones of the default namespace too.
-		v, _ := metricValue(text, "antrea_proxy_services_installed")
+		v, _ := framework.MetricValue(text, "antrea_proxy_services_installed")
 		require.GreaterOrEqual(t, v, 5.0, "%s: antrea_proxy_services_installed", n.Name)
-		_, ok := metricValue(text, "antrea_proxy_sync_proxy_rules_duration_seconds_bucket")
+		_, ok := framework.MetricValue(text, "antrea_proxy_sync_proxy_rules_duration_seconds_bucket")
 		require.True(t, ok, "%s: the sync duration histogram has buckets", n.Name)
 		for _, path := range []string{"/healthz", "/livez"} {
 			code, raw, err := n.NS.HTTPStatus(ctx, "http://127.0.0.1:10256"+path)

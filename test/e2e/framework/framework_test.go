@@ -200,3 +200,20 @@ func TestFreePortsAreDistinctAndBindable(t *testing.T) {
 		require.NoError(t, l.Close())
 	}
 }
+
+// TestMetricValue: a sample is found by its exact name, labelled or not, not by a longer name
+// that starts with it nor in a comment.
+func TestMetricValue(t *testing.T) {
+	body := "# HELP go_cpu_classes_gc_total_cpu_seconds_total x\n" +
+		"go_cpu_classes_gc_total_cpu_seconds_total_x 9\n" +
+		"go_cpu_classes_gc_total_cpu_seconds_total 0.125\n" +
+		"antrea_proxy_sync_proxy_rules_duration_seconds_bucket{le=\"0.001\"} 3\n"
+	v, ok := MetricValue(body, "go_cpu_classes_gc_total_cpu_seconds_total")
+	require.True(t, ok)
+	require.Equal(t, 0.125, v)
+	v, ok = MetricValue(body, "antrea_proxy_sync_proxy_rules_duration_seconds_bucket")
+	require.True(t, ok)
+	require.Equal(t, 3.0, v)
+	_, ok = MetricValue(body, "go_goroutines")
+	require.False(t, ok)
+}

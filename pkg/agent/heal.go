@@ -28,6 +28,7 @@ var (
 	_ healer.TableOwner     = (*reconciler.Reconciler)(nil)
 	_ openflow.TableCounter = (*native.Bridge)(nil)
 	_ openflow.TableCounter = (*ofctl.Bridge)(nil)
+	_ healer.ChangeFeed     = (*native.FlowWatch)(nil)
 )
 
 // startSelfHealing keeps an OpenFlow connection to the bridge open and runs the healer: when the
@@ -36,21 +37,28 @@ var (
 // reconciler: the flows of the gateway, of the pods, then the Services' flows and groups, one
 // bundle each), and then
 // flow-restore-wait is cleared; the Services' replay holds that up for at most
-// antreaProxy.flowRestoreTimeout (boundedReplay). Every
-// second one table statistics request is compared with what the owners installed per table
-// (OVS answers it from per-table counters, whatever the number of flows); only when the counts
-// moved, and every 10 minutes, is each owner's flow count checked against OVS, and a
-// mismatching owner replays (an external del-flows). Call it once the data path has started.
+// antreaProxy.flowRestoreTimeout (boundedReplay). A check compares one table statistics
+// request with what the owners installed per table (OVS answers it from per-table counters,
+// whatever the number of flows); only when the counts moved, and every 10 minutes, is each
+// owner's flow count checked against OVS, and a mismatching owner replays (an external
+// del-flows). With the native backend OVS reports every change of the flows that the agent's
+// connection did not make (an OpenFlow flow monitor, native.FlowWatch): each is checked at
+// once, and otherwise a check runs every 30 s; with ovs-ofctl, or while the monitor is not in
+// place, a check runs every second. Call it once the data path has started.
 func (c *Components) startSelfHealing(ctx context.Context, cfg *config.AgentConfig) {
 	// The native backend's own connection is the one to watch: it reconnects and reports a
 	// reset after a loss. With ovs-ofctl, a monitor keeps a connection open for that purpose.
 	var (
-		resets <-chan struct{}
-		conn   healthcheck.OVSConnection
+		resets  <-chan struct{}
+		conn    healthcheck.OVSConnection
+		changes healer.ChangeFeed
 	)
 	if nb := c.nativeOF; nb != nil {
 		go nb.Run(ctx)
 		resets, conn = nb.Resets(), nb
+		w := nb.NewFlowWatch()
+		go w.Run(ctx)
+		changes = w
 	} else {
 		mon := ofconn.NewMonitor(mgmtSocket(cfg), ofconn.MonitorOptions{})
 		go mon.Run(ctx)
@@ -73,6 +81,7 @@ func (c *Components) startSelfHealing(ctx context.Context, cfg *config.AgentConf
 		Counter: c.Bridge,
 		Owners:  owners,
 		Resets:  resets,
+		Changes: changes,
 		AfterReplayAll: func(ctx context.Context) error {
 			return clearFlowRestoreWait(ctx, db)
 		},

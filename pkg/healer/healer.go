@@ -46,11 +46,14 @@ const (
 	// 110,000 flows (BenchmarkCheck10k), so it runs every second (it was 5 s when every check
 	// counted each owner's flows, 160 ms of ovs-vswitchd CPU at that size).
 	DefaultCheckInterval = time.Second
-	// DefaultFullCheckEvery makes every 600th table check (10 minutes at DefaultCheckInterval)
-	// a full one, which also catches a loss and a gain in one table between two checks.
-	DefaultFullCheckEvery = 600
-	DefaultRetryInitial   = 200 * time.Millisecond
-	DefaultRetryMax       = 30 * time.Second
+	// DefaultWatchedCheckInterval is the period of the check while a ChangeFeed reports the
+	// changes: a safety net, as each reported change is checked within DefaultCheckInterval.
+	DefaultWatchedCheckInterval = 30 * time.Second
+	// DefaultFullCheckInterval makes a check at least 10 minutes after the last full one a full
+	// one, which also catches a loss and a gain in one table between two checks.
+	DefaultFullCheckInterval = 10 * time.Minute
+	DefaultRetryInitial      = 200 * time.Millisecond
+	DefaultRetryMax          = 30 * time.Second
 )
 
 // Counter is what the healer reads of the bridge: flow counts and table statistics. Both
@@ -71,14 +74,23 @@ type Options struct {
 	// Resets receives a value every time the OpenFlow connection to ovs-vswitchd is back after
 	// a loss (the connection monitor). Nil means no resets.
 	Resets <-chan struct{}
-	// CheckInterval is how often owners are checked; 0 means DefaultCheckInterval. When Counter
-	// is also an openflow.TableCounter, a check is one table statistics request compared with
-	// what the TableOwners installed, and every owner's Verify runs only when that differs from
-	// the last full check (see TableOwner).
+	// CheckInterval is how often owners are checked while Changes is not watching, and the
+	// least time between two checks after changes were reported; 0 means DefaultCheckInterval.
+	// A check is one table statistics request compared with what the TableOwners installed,
+	// and every owner's Verify runs only when that differs from the last full check (see
+	// TableOwner).
 	CheckInterval time.Duration
-	// FullCheckEvery makes every FullCheckEvery-th table check verify every owner anyway; 0
-	// means DefaultFullCheckEvery, a negative value never.
-	FullCheckEvery int
+	// Changes, when set, reports the changes of the bridge's flows made by other writers; a
+	// report is checked at once (at most once per CheckInterval), and while it is watching the
+	// periodic check runs only every WatchedCheckInterval. Nil means checking every
+	// CheckInterval.
+	Changes ChangeFeed
+	// WatchedCheckInterval is the period of the check while Changes is watching; 0 means
+	// DefaultWatchedCheckInterval.
+	WatchedCheckInterval time.Duration
+	// FullCheckInterval makes the first check at least this long after the last full one
+	// verify every owner anyway; 0 means DefaultFullCheckInterval, a negative value never.
+	FullCheckInterval time.Duration
 	// RetryInitial and RetryMax bound the backoff between retries of failed owners (doubling);
 	// 0 means DefaultRetryInitial, resp. DefaultRetryMax.
 	RetryInitial, RetryMax time.Duration
@@ -113,8 +125,11 @@ func New(opts Options) *Healer {
 	if opts.RetryMax < opts.RetryInitial {
 		opts.RetryMax = opts.RetryInitial
 	}
-	if opts.FullCheckEvery == 0 {
-		opts.FullCheckEvery = DefaultFullCheckEvery
+	if opts.WatchedCheckInterval <= 0 {
+		opts.WatchedCheckInterval = DefaultWatchedCheckInterval
+	}
+	if opts.FullCheckInterval == 0 {
+		opts.FullCheckInterval = DefaultFullCheckInterval
 	}
 	if opts.Clock == nil {
 		opts.Clock = clock.RealClock{}
@@ -122,12 +137,13 @@ func New(opts Options) *Healer {
 	return &Healer{opts: opts, stats: newStatsStore()}
 }
 
-// Run watches Resets and verifies owners every CheckInterval until ctx is done. A reset replays
+// Run watches Resets and checks the owners (see schedule) until ctx is done. A reset replays
 // every owner in order, retries the failed ones with backoff until all succeed (a new reset
 // meanwhile starts over with every owner) and then runs AfterReplayAll.
 func (h *Healer) Run(ctx context.Context) {
-	ticker := h.opts.Clock.NewTicker(h.opts.CheckInterval)
-	defer ticker.Stop()
+	s := newSchedule(h.opts.Clock, h.opts.Changes, h.opts.CheckInterval, h.opts.WatchedCheckInterval)
+	defer s.stop()
+	check := func() { s.checked(h.check(ctx)) }
 	for {
 		select {
 		case <-ctx.Done():
@@ -137,8 +153,15 @@ func (h *Healer) Run(ctx context.Context) {
 			if err := h.replayAll(ctx, TriggerReset); err != nil {
 				return // ctx done
 			}
-		case <-ticker.C():
-			h.check(ctx)
+		case <-s.changes():
+			h.stats.changeReported()
+			if s.changed() {
+				check()
+			}
+		case <-s.pending():
+			check()
+		case <-s.tick():
+			check()
 		}
 	}
 }

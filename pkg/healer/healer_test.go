@@ -235,13 +235,16 @@ func TestMismatchReplaysOnlyThatOwner(t *testing.T) {
 		"antrea_proxy_healer_replays_total,owner=pods,result=success,trigger=mismatch":    1,
 		"antrea_proxy_healer_replays_total,owner=gateway,result=success,trigger=mismatch": 0,
 		"antrea_proxy_healer_last_replay_duration_seconds,owner=pods":                     0,
+		"antrea_proxy_healer_change_reports_total":                                        0,
+		"antrea_proxy_healer_watching":                                                    0,
 	} {
 		if got, ok := series[key]; !ok || got != want {
 			t.Errorf("%s = %v (present %v), want %v", key, got, ok, want)
 		}
 	}
-	if len(series) != 3*(6+3)+3 {
-		t.Errorf("%d series, want %d (3 owners x (6 replay series + 3 others), 2 check kinds, table stats errors)", len(series), 3*(6+3)+3)
+	if len(series) != 3*(6+3)+5 {
+		t.Errorf("%d series, want %d (3 owners x (6 replay series + 3 others), 2 check kinds, table stats errors, change reports, watching)",
+			len(series), 3*(6+3)+5)
 	}
 }
 

@@ -137,13 +137,26 @@ func sortedFlows(t *testing.T, o *ovssandbox.Instance, br string) string {
 // TestIntegrationTableCheckHeals: with the table statistics check on a real ovs-vswitchd, an
 // external `ovs-ofctl del-flows` of the whole bridge, of one table and of one flow each heal
 // (the owner that lost flows replays); a foreign flow added costs one full check and no replay.
+// "polled" checks every 100 ms; "watched" has OVS report the changes (native.FlowWatch) and no
+// periodic check within the test, so every heal is the flow monitor's doing.
 func TestIntegrationTableCheckHeals(t *testing.T) {
 	ovssandbox.Require(t)
+	t.Run("polled", func(t *testing.T) { testTableCheckHeals(t, false) })
+	t.Run("watched", func(t *testing.T) { testTableCheckHeals(t, true) })
+}
+
+func testTableCheckHeals(t *testing.T, watched bool) {
 	o, br, b, owners := healBridge(t, 20)
 	want := sortedFlows(t, o, br)
-	h := New(Options{Counter: b, Owners: owners, CheckInterval: 100 * time.Millisecond, FullCheckEvery: -1})
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
+	opts := Options{Counter: b, Owners: owners, CheckInterval: 100 * time.Millisecond, FullCheckInterval: -1}
+	if watched {
+		w := b.NewFlowWatch()
+		go w.Run(ctx)
+		opts.Changes, opts.WatchedCheckInterval = w, time.Hour
+	}
+	h := New(opts)
 	go h.Run(ctx)
 	waitStats := func(what string, cond func(Stats) bool) {
 		t.Helper()
@@ -155,7 +168,11 @@ func TestIntegrationTableCheckHeals(t *testing.T) {
 			time.Sleep(20 * time.Millisecond)
 		}
 	}
-	waitStats("the baseline", func(s Stats) bool { return s.FullChecks >= 1 && s.TableChecks >= 3 })
+	if watched {
+		waitStats("the baseline", func(s Stats) bool { return s.FullChecks >= 1 && opts.Changes.Watching() })
+	} else {
+		waitStats("the baseline", func(s Stats) bool { return s.FullChecks >= 1 && s.TableChecks >= 3 })
+	}
 	replays := func(owner string) int { return h.Stats().Owners[owner].Replays[TriggerMismatch] }
 	for _, c := range []struct {
 		name  string
@@ -186,7 +203,15 @@ func TestIntegrationTableCheckHeals(t *testing.T) {
 	require.NoError(t, err)
 	waitStats("the foreign flow's full check", func(s Stats) bool { return s.FullChecks == full+1 })
 	tables := h.Stats().TableChecks
-	waitStats("table checks", func(s Stats) bool { return s.TableChecks >= tables+3 })
+	if watched {
+		// Another foreign flow in the same table: reported, checked, counted in the baseline.
+		_, err := o.Ofctl("add-flow", br, "table=30,priority=2,actions=drop")
+		require.NoError(t, err)
+		waitStats("the second foreign flow's full check", func(s Stats) bool { return s.FullChecks == full+2 })
+		full++
+	} else {
+		waitStats("table checks", func(s Stats) bool { return s.TableChecks >= tables+3 })
+	}
 	st := h.Stats()
 	require.Equal(t, full+1, st.FullChecks, "full checks after the foreign flow")
 	after := 0
@@ -231,7 +256,7 @@ func selfCPU(tb testing.TB) time.Duration {
 func BenchmarkCheck10k(b *testing.B) {
 	ovssandbox.Require(b)
 	o, _, br, owners := healBridge(b, 10000)
-	h := New(Options{Counter: br, Owners: owners, FullCheckEvery: -1})
+	h := New(Options{Counter: br, Owners: owners, FullCheckInterval: -1})
 	ctx := context.Background()
 	h.check(ctx) // the first check is a full one and records the baseline
 	require.NotNil(b, h.tables.baseline)

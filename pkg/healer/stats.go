@@ -16,6 +16,9 @@ type Stats struct {
 	// TableCheckErrors the table statistics requests that failed, and FullChecks the passes
 	// that verified every owner (each Verify counts OVS's flows of the owner).
 	TableChecks, TableCheckErrors, FullChecks int
+	// ChangeReports counts the reports of Options.Changes (changes by other writers, and the
+	// feed starting or stopping to watch).
+	ChangeReports int
 }
 
 // OwnerStats is what the Healer did with one owner.
@@ -33,11 +36,13 @@ type statsStore struct {
 	mu                                   sync.Mutex
 	owners                               map[string]*OwnerStats
 	tableChecks, tableErrors, fullChecks int
+	changeReports                        int
 }
 
 func (s *statsStore) tableChecked()     { s.add(&s.tableChecks) }
 func (s *statsStore) tableCheckFailed() { s.add(&s.tableErrors) }
 func (s *statsStore) fullChecked()      { s.add(&s.fullChecks) }
+func (s *statsStore) changeReported()   { s.add(&s.changeReports) }
 
 func (s *statsStore) add(n *int) {
 	s.mu.Lock()
@@ -85,7 +90,8 @@ func (h *Healer) Stats() Stats {
 	h.stats.mu.Lock()
 	defer h.stats.mu.Unlock()
 	out := Stats{Owners: make(map[string]OwnerStats, len(h.stats.owners)),
-		TableChecks: h.stats.tableChecks, TableCheckErrors: h.stats.tableErrors, FullChecks: h.stats.fullChecks}
+		TableChecks: h.stats.tableChecks, TableCheckErrors: h.stats.tableErrors, FullChecks: h.stats.fullChecks,
+		ChangeReports: h.stats.changeReports}
 	for name, o := range h.stats.owners {
 		c := *o
 		c.Replays = copyCounts(o.Replays)
@@ -112,13 +118,15 @@ type collector struct {
 	replays, duration, mismatches *prometheus.Desc
 	verifyErrors                  *prometheus.Desc
 	checks, tableErrors           *prometheus.Desc
+	changeReports, watching       *prometheus.Desc
 }
 
 // RegisterMetrics registers the Healer's metrics with reg:
 // antrea_proxy_healer_replays_total{owner,trigger,result}, antrea_proxy_healer_last_replay_duration_seconds{owner},
 // antrea_proxy_healer_mismatches_total{owner}, antrea_proxy_healer_verify_errors_total{owner},
-// antrea_proxy_healer_checks_total{kind} (kind "tables" or "full") and
-// antrea_proxy_healer_table_stats_errors_total.
+// antrea_proxy_healer_checks_total{kind} (kind "tables" or "full"),
+// antrea_proxy_healer_table_stats_errors_total, antrea_proxy_healer_change_reports_total and
+// antrea_proxy_healer_watching.
 func (h *Healer) RegisterMetrics(reg prometheus.Registerer) error {
 	name := func(n string) string { return prometheus.BuildFQName(metricsNamespace, "healer", n) }
 	return reg.Register(&collector{
@@ -137,6 +145,10 @@ func (h *Healer) RegisterMetrics(reg prometheus.Registerer) error {
 			[]string{"kind"}, nil),
 		tableErrors: prometheus.NewDesc(name("table_stats_errors_total"),
 			"Table statistics requests of the periodic check that failed (every owner was verified instead).", nil, nil),
+		changeReports: prometheus.NewDesc(name("change_reports_total"),
+			"Reports of OVS's flow monitor: changes of the flows by other writers than the agent, and the monitor starting or stopping.", nil, nil),
+		watching: prometheus.NewDesc(name("watching"),
+			"1 while OVS reports the changes of the flows (checks then run every 30 s and after each change), 0 while the healer checks every second.", nil, nil),
 	})
 }
 
@@ -148,6 +160,8 @@ func (c *collector) Describe(ch chan<- *prometheus.Desc) {
 	ch <- c.verifyErrors
 	ch <- c.checks
 	ch <- c.tableErrors
+	ch <- c.changeReports
+	ch <- c.watching
 }
 
 // Collect implements prometheus.Collector.
@@ -156,6 +170,12 @@ func (c *collector) Collect(ch chan<- prometheus.Metric) {
 	ch <- prometheus.MustNewConstMetric(c.checks, prometheus.CounterValue, float64(st.TableChecks), "tables")
 	ch <- prometheus.MustNewConstMetric(c.checks, prometheus.CounterValue, float64(st.FullChecks), "full")
 	ch <- prometheus.MustNewConstMetric(c.tableErrors, prometheus.CounterValue, float64(st.TableCheckErrors))
+	ch <- prometheus.MustNewConstMetric(c.changeReports, prometheus.CounterValue, float64(st.ChangeReports))
+	watching := 0.0
+	if f := c.h.opts.Changes; f != nil && f.Watching() {
+		watching = 1
+	}
+	ch <- prometheus.MustNewConstMetric(c.watching, prometheus.GaugeValue, watching)
 	names := make([]string, 0, len(st.Owners))
 	for n := range st.Owners {
 		names = append(names, n)

@@ -4,6 +4,7 @@ import (
 	"context"
 	"maps"
 	"slices"
+	"time"
 
 	"k8s.io/klog/v2"
 
@@ -33,8 +34,8 @@ type TableOwner interface {
 type tableCheck struct {
 	// baseline is nil until a full check of every owner passed.
 	baseline map[uint8]int
-	// sinceFull counts the table checks since the last full check.
-	sinceFull int
+	// lastFull is when the last full check ran (zero before the first).
+	lastFull time.Time
 	// installed caches what each TableOwner installed, by owner name, with its version.
 	installed map[string]openflow.InstalledFlows
 }
@@ -113,14 +114,16 @@ func (e expectation) surplus(stats []openflow.TableStats) (map[uint8]int, bool) 
 	return out, short
 }
 
-// check is the periodic check. With a table-counting Counter it compares one table statistics
-// reply with what the table owners installed plus the surplus recorded at the last full check,
-// and verifies every owner (replaying those that mismatch) only when they differ, when the
-// statistics request failed, and every FullCheckEvery table checks; while a table owner cannot
-// tell (its bundle is in flight) it does nothing.
-func (h *Healer) check(ctx context.Context) {
+// check compares one table statistics reply with what the table owners installed plus the
+// surplus recorded at the last full check, and verifies every owner (replaying those that
+// mismatch) only when they differ, when the statistics request failed, and once
+// FullCheckInterval passed since the last full check; while a table owner cannot tell (its
+// bundle is in flight) it does nothing. It reports whether OVS was found as installed (a
+// baseline is recorded); otherwise the next check should come soon: after a replay, to confirm
+// it, and after a check that could not tell.
+func (h *Healer) check(ctx context.Context) bool {
 	if h.opts.Counter == nil {
-		return
+		return true
 	}
 	h.opMu.Lock()
 	defer h.opMu.Unlock()
@@ -134,19 +137,19 @@ func (h *Healer) check(ctx context.Context) {
 		// An owner's bundle is in flight (a big sync may take seconds): the next check decides,
 		// as Verify would not tell either.
 		klog.V(4).InfoS("Skipping the check of OVS: an owner's flows are being changed")
-		return
+		return false
 	}
 	stats, err := tc.TableStats(ctx)
 	if err != nil {
 		h.stats.tableCheckFailed()
 		klog.ErrorS(err, "Reading the table statistics of OVS failed; verifying every owner")
 		h.fullCheck(ctx, nil, "table statistics failed")
-		return
+		return false
 	}
 	after, ok := h.versions()
 	if !ok || !slices.Equal(before.versions, after) {
 		klog.V(4).InfoS("Skipping the check of OVS: an owner's flows changed during it")
-		return
+		return false
 	}
 	surplus, short := before.surplus(stats)
 	h.stats.tableChecked()
@@ -158,11 +161,10 @@ func (h *Healer) check(ctx context.Context) {
 		h.fullCheck(ctx, surplus, "first check")
 	case !maps.Equal(st.baseline, surplus):
 		h.fullCheck(ctx, surplus, "table flow counts changed")
-	case h.opts.FullCheckEvery > 0 && st.sinceFull+1 >= h.opts.FullCheckEvery:
+	case h.opts.FullCheckInterval > 0 && h.opts.Clock.Since(st.lastFull) >= h.opts.FullCheckInterval:
 		h.fullCheck(ctx, surplus, "periodic full check")
-	default:
-		st.sinceFull++
 	}
+	return st.baseline != nil
 }
 
 // fullCheck verifies every owner and replays those that mismatch; when all matched, surplus
@@ -170,7 +172,7 @@ func (h *Healer) check(ctx context.Context) {
 func (h *Healer) fullCheck(ctx context.Context, surplus map[uint8]int, reason string) {
 	klog.V(2).InfoS("Verifying every owner's flows in OVS", "reason", reason)
 	allOK := h.verifyAllLocked(ctx)
-	h.tables.sinceFull = 0
+	h.tables.lastFull = h.opts.Clock.Now()
 	// An owner's version may stay while its flows move between tables (see
 	// TableOwner.InstalledVersion): the next check asks every owner again.
 	h.tables.installed = nil

@@ -81,7 +81,7 @@ type tableFixture struct {
 // count per table and a "proxier" TableOwner: the switch holds the proxier's 100 flows in table
 // 14, 5 in table 13 (which also holds learned flows) and, in table 0, 3 pod flows and 1 foreign
 // flow.
-func newTableFixture(t *testing.T, fullEvery int) *tableFixture {
+func newTableFixture(t *testing.T, fullEvery time.Duration, configure ...func(*Options)) *tableFixture {
 	t.Helper()
 	j := &journal{}
 	f := &tableFixture{fixture: &fixture{clk: clocktesting.NewFakeClock(time.Unix(1000, 0)), resets: make(chan struct{}), j: j, done: make(chan struct{})}}
@@ -90,8 +90,12 @@ func newTableFixture(t *testing.T, fullEvery int) *tableFixture {
 	f.proxy = &tableOwner{fakeOwner: &fakeOwner{name: "proxier", j: j, verifyOK: true},
 		installed: openflow.InstalledFlows{PerTable: map[uint8]int{13: 5, 14: 100}, Learned: []uint8{13}, Version: 2}}
 	f.owners = []*fakeOwner{pods, f.proxy.fakeOwner}
-	f.h = New(Options{Counter: f.tables, Owners: []Owner{pods, f.proxy}, Resets: f.resets, CheckInterval: 5 * time.Second,
-		FullCheckEvery: fullEvery, RetryInitial: retryInitial, RetryMax: time.Second, Clock: f.clk})
+	opts := Options{Counter: f.tables, Owners: []Owner{pods, f.proxy}, Resets: f.resets, CheckInterval: 5 * time.Second,
+		FullCheckInterval: fullEvery, RetryInitial: retryInitial, RetryMax: time.Second, Clock: f.clk}
+	for _, c := range configure {
+		c(&opts)
+	}
+	f.h = New(opts)
 	ctx, cancel := context.WithCancel(context.Background())
 	f.cancel = cancel
 	go func() { defer close(f.done); f.h.Run(ctx) }()
@@ -230,11 +234,11 @@ func TestTableCheckOwnerCannotTellWaits(t *testing.T) {
 }
 
 func TestTableCheckPeriodicFullCheck(t *testing.T) {
-	f := newTableFixture(t, 3)
+	f := newTableFixture(t, 15*time.Second)
 	f.tick(t, 1)
 	f.tick(t, 1)
 	f.tick(t, 1)
-	f.tick(t, 2) // the third table check after the full one is a full one
+	f.tick(t, 2) // the first check 15 s after the full one is a full one
 	f.tick(t, 2)
 }
 

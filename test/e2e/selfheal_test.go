@@ -27,8 +27,9 @@ const (
 	// traffic must be back (the design target is 2 s, docs/design/failure-handling.md; the
 	// measured value is logged).
 	vswitchdRecoveryLimit = 5 * time.Second
-	// delFlowsHealLimit is how soon after `ovs-ofctl del-flows` the traffic must be back: the
-	// agent's periodic check runs every second (pkg/healer.DefaultCheckInterval).
+	// delFlowsHealLimit is how soon after `ovs-ofctl del-flows` the traffic must be back: OVS
+	// reports the deletion to the agent's flow monitor, and the agent checks at once (without
+	// the monitor, every second: pkg/healer.DefaultCheckInterval).
 	delFlowsHealLimit = 15 * time.Second
 	// ovsdbRecoveryLimit is how soon after a restarted ovsdb-server accepts connections no new
 	// connection may fail any more. ovs-vswitchd 3.1's userspace datapath handles no upcall while

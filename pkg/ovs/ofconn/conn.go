@@ -40,6 +40,8 @@ type Conn struct {
 	pmu    sync.Mutex
 	pend   map[uint32]*waiter // xid -> waiter of its replies
 	ranges atomic.Pointer[ErrorRange]
+	// unsolicited handles multipart replies no request waits for (HandleUnsolicited).
+	unsolicited atomic.Pointer[func(msg []byte)]
 
 	lastRecv atomic.Int64 // unix nanos of the last message received
 	holds    atomic.Int32 // Holds in force: a missed echo then does not end the connection

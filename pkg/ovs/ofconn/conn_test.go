@@ -264,3 +264,37 @@ func TestConnPeerCloses(t *testing.T) {
 	}
 	require.ErrorContains(t, c.Err(), "read")
 }
+
+// TestConnUnsolicitedMultipartReplies: a multipart reply no request waits for (a flow monitor's
+// update, xid 0) reaches the HandleUnsolicited handler, one a request waits for does not, and
+// after cancel nothing does.
+func TestConnUnsolicitedMultipartReplies(t *testing.T) {
+	s := startSwitch(t, nil)
+	c := dial(t, s, Options{})
+	got := make(chan []byte, 4)
+	cancelHandler := c.HandleUnsolicited(func(msg []byte) { got <- msg })
+	update := encode(TypeMultipartReply, 0, []byte{0, 16, 0, 0, 0, 0, 0, 0, 0, 4, 0, 5})
+	require.NoError(t, s.send(update))
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	require.NoError(t, c.Barrier(ctx), "the update was read before the barrier's reply")
+	require.Len(t, got, 1)
+	require.Equal(t, update, <-got)
+
+	// A reply to a waiting request goes to the request only.
+	xid := c.NextXid()
+	ch, done := c.Expect(xid)
+	defer done()
+	require.NoError(t, s.send(encode(TypeMultipartReply, xid, []byte{0, 3, 0, 0, 0, 0, 0, 0})))
+	r, err := c.Await(ctx, ch)
+	require.NoError(t, err)
+	require.Equal(t, xid, binaryXid(r.Msg))
+	require.Empty(t, got)
+
+	cancelHandler()
+	require.NoError(t, s.send(update))
+	require.NoError(t, c.Barrier(ctx))
+	require.Empty(t, got, "no handler after cancel")
+}
+
+func binaryXid(msg []byte) uint32 { h, _ := ParseHeader(msg); return h.Xid }

@@ -267,7 +267,25 @@ func (c *Conn) dispatch(msg []byte) {
 	case TypeFlowRemoved, TypePortStatus, TypeRoleStatus, TypeTableStatus, TypeRequestForward:
 		// Asynchronous messages reach every connection to the management socket: ignored.
 	default:
-		c.deliver(h.Xid, Reply{Msg: msg})
+		if !c.deliver(h.Xid, Reply{Msg: msg}) && h.Type == TypeMultipartReply {
+			c.handleUnsolicited(msg)
+		}
+	}
+}
+
+// HandleUnsolicited makes fn receive every multipart reply no request waits for (the updates
+// of an OpenFlow flow monitor, which the switch sends with xid 0), until the returned cancel.
+// fn runs on the read loop: it must not block. One handler at a time: a second call replaces
+// the first.
+func (c *Conn) HandleUnsolicited(fn func(msg []byte)) (cancel func()) {
+	p := &fn
+	c.unsolicited.Store(p)
+	return func() { c.unsolicited.CompareAndSwap(p, nil) }
+}
+
+func (c *Conn) handleUnsolicited(msg []byte) {
+	if fn := c.unsolicited.Load(); fn != nil {
+		(*fn)(msg)
 	}
 }
 

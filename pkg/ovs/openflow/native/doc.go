@@ -19,5 +19,6 @@
 // errors to ops; the connection does the handshake, the echo keepalive when idle (held while
 // an Apply is in flight), the routing of replies by xid and multipart replies. Run reconnects
 // after a loss and reports each reconnection on Resets (the Monitor's resets: the switch may
-// have lost every flow and group).
+// have lost every flow and group). A FlowWatch keeps an OpenFlow flow monitor on the same
+// connection and reports the changes of the flows the Bridge did not make itself.
 package native

@@ -40,6 +40,10 @@ func newInformerFactory(client kubernetes.Interface) informers.SharedInformerFac
 //   - Services and EndpointSlices share one copy of each namespace string (and the endpoints
 //     one copy of each node name and zone, model.EndpointSlice's unique handles, which nobody
 //     can make the agent keep once no endpoint uses them);
+//   - Services and EndpointSlices share what many of them repeat (sharer: enum-like strings,
+//     IP family and port lists) and keep their name, uid and resourceVersion in one string:
+//     the collection the runtime forces every two minutes at rest marks every object the
+//     caches hold, and these were a third of them;
 //   - Nodes: status.images (the data path reads spec, addresses and labels; the health checks
 //     taints and the deletion timestamp).
 //
@@ -47,19 +51,37 @@ func newInformerFactory(client kubernetes.Interface) informers.SharedInformerFac
 // A trimmer is safe for concurrent use: the factory's informers call it from their own
 // goroutines.
 type trimmer struct {
-	mu          sync.Mutex
-	strs        map[string]string
-	maxInterned int
+	mu sync.Mutex
+	// namespaces are the shared namespace strings; shared the values Services and
+	// EndpointSlices repeat (tables apart: a namespace's users can fill the latter).
+	namespaces boundedTable[string, string]
+	shared     *sharer
 }
 
 func newTrimmer() *trimmer {
-	return &trimmer{strs: map[string]string{}, maxInterned: 1 << 12}
+	return &trimmer{namespaces: boundedTable[string, string]{max: maxShared}, shared: newSharer(maxShared)}
 }
 
 // transform is the factory's transform (a cache.TransformFunc); it is idempotent (a converted
 // EndpointSlice is returned as it is). Tombstones (cache.DeletedFinalStateUnknown) never reach
 // it; objects of other types only lose their managed fields.
 func (t *trimmer) transform(obj any) (any, error) {
+	out := t.trimOnly(obj)
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	switch o := out.(type) {
+	case *v1.Service:
+		t.shared.service(o)
+	case *model.EndpointSlice:
+		if out != obj { // converted now, not yet handed to anyone
+			t.shared.slice(o)
+		}
+	}
+	return out, nil
+}
+
+// trimOnly drops what nobody reads and shares the namespaces, without the sharer's work.
+func (t *trimmer) trimOnly(obj any) any {
 	switch o := obj.(type) {
 	case *v1.Service:
 		o.ManagedFields, o.Spec.Selector = nil, nil
@@ -68,7 +90,7 @@ func (t *trimmer) transform(obj any) (any, error) {
 	case *discovery.EndpointSlice:
 		out := model.NewEndpointSlice(o)
 		out.Namespace = t.intern(out.Namespace)
-		return out, nil
+		return out
 	case *model.EndpointSlice:
 	case *v1.Node:
 		o.ManagedFields = nil
@@ -78,20 +100,14 @@ func (t *trimmer) transform(obj any) (any, error) {
 			m.SetManagedFields(nil)
 		}
 	}
-	return obj, nil
+	return obj
 }
 
-// intern returns the shared copy of namespace s. Past maxInterned distinct values (a cluster has
+// intern returns the shared copy of namespace s. Past maxShared distinct values (a cluster has
 // far fewer namespaces, and only its administrators create them) it returns s itself, so the
 // table stays bounded.
 func (t *trimmer) intern(s string) string {
 	t.mu.Lock()
 	defer t.mu.Unlock()
-	if p, ok := t.strs[s]; ok {
-		return p
-	}
-	if len(t.strs) < t.maxInterned {
-		t.strs[s] = s
-	}
-	return s
+	return t.namespaces.share(s, s)
 }

@@ -139,14 +139,14 @@ func TestTrimmerNodeAndOthers(t *testing.T) {
 
 func TestTrimmerInternBounded(t *testing.T) {
 	tr := newTrimmer()
-	tr.maxInterned = 1
+	tr.namespaces.max = 1
 	a := strings.Clone("a")
 	if unsafeStringData(tr.intern(a)) != unsafeStringData(a) || unsafeStringData(tr.intern(strings.Clone("a"))) != unsafeStringData(a) {
 		t.Error("first value not shared")
 	}
 	b, b2 := strings.Clone("b"), strings.Clone("b")
-	if unsafeStringData(tr.intern(b)) != unsafeStringData(b) || unsafeStringData(tr.intern(b2)) != unsafeStringData(b2) || len(tr.strs) != 1 {
-		t.Errorf("table grew past its bound: %d entries", len(tr.strs))
+	if unsafeStringData(tr.intern(b)) != unsafeStringData(b) || unsafeStringData(tr.intern(b2)) != unsafeStringData(b2) || len(tr.namespaces.m) != 1 {
+		t.Errorf("table grew past its bound: %d entries", len(tr.namespaces.m))
 	}
 }
 

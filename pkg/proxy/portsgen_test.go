@@ -4,6 +4,7 @@ import (
 	"net/netip"
 	"reflect"
 	"testing"
+	"time"
 
 	v1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -95,5 +96,26 @@ func TestPortDefRoundTrip(t *testing.T) {
 		if got := d.portName(nn); got != sp.Name {
 			t.Errorf("%s: port name %v, got back %v", what, sp.Name, got)
 		}
+	}
+}
+
+// TestStatusOneObject: the status of a Service of one port (and family) keeps that port in its
+// own object, one heap object a Service for the collector to mark; one of two ports keeps both,
+// in order.
+func TestStatusOneObject(t *testing.T) {
+	h, _ := resyncHarness(t)
+	nn := types.NamespacedName{Namespace: "ns", Name: "web"}
+	port := func(name string, p uint16) desired {
+		sp := model.ServicePort{Name: model.ServicePortName{NamespacedName: nn, Port: name, Protocol: model.TCP}, Port: p, Protocol: model.TCP}
+		return desired{owner: ownerOf(sp.Name, false), port: sp}
+	}
+	now := time.Now()
+	one := h.p.makeStatus(nn, []desired{port("http", 80)}, &now)
+	if len(one.ports) != 1 || &one.ports[0] != &one.one[0] || one.ports[0].def.port != 80 {
+		t.Errorf("one port: %d ports, held in the status itself: %v", len(one.ports), len(one.ports) == 1 && &one.ports[0] == &one.one[0])
+	}
+	two := h.p.makeStatus(nn, []desired{port("http", 80), port("https", 443)}, &now)
+	if got := two.portStatuses(nn); len(got) != 2 || got[0].Port.Port != 80 || got[1].Port.Port != 443 || one.lastSync != &now {
+		t.Errorf("two ports: %+v", got)
 	}
 }

@@ -18,6 +18,9 @@ import (
 type serviceStatus struct {
 	ports    []portStatus
 	lastSync *time.Time
+	// one holds ports when there is one (most Services: one port, one family), so that the
+	// status is one heap object for the collector to mark instead of two.
+	one [1]portStatus
 }
 
 // portStatus is a PortStatus as the proxier keeps it, one per installed Service port and
@@ -150,7 +153,10 @@ type ServiceProblem struct {
 
 // makeStatus returns the status of Service nn committed at *now with want.
 func (p *Proxier) makeStatus(nn types.NamespacedName, want []desired, now *time.Time) *serviceStatus {
-	st := &serviceStatus{ports: make([]portStatus, 0, len(want)), lastSync: now}
+	st := &serviceStatus{lastSync: now}
+	if st.ports = st.one[:0]; len(want) > 1 {
+		st.ports = make([]portStatus, 0, len(want))
+	}
 	flows := make([]int, len(want))
 	p.bridgeState.Read(func(s *reconciler.State) {
 		for i, d := range want {

@@ -25,10 +25,12 @@ type fakeSwitch struct {
 	rejectAtCommit func(inner []byte) *ofError
 	// rejectDirect refuses a message sent outside a bundle (a meter mod); nil accepts all.
 	rejectDirect func(msg []byte) *ofError
-	hang         bool     // stop answering anything
-	committed    [][]byte // the inner messages of every committed bundle, in order
-	conns        []net.Conn
-	wg           sync.WaitGroup
+	hang         bool // stop answering anything
+	// refuseMultipart refuses multipart requests of this type (OFPBRC_BAD_STAT); 0 none.
+	refuseMultipart uint16
+	committed       [][]byte // the inner messages of every committed bundle, in order
+	conns           []net.Conn
+	wg              sync.WaitGroup
 }
 
 type ofError struct{ typ, code uint16 }
@@ -129,7 +131,7 @@ func (s *fakeSwitch) serve(c net.Conn) error {
 		}
 		s.mu.Lock()
 		s.msgs = append(s.msgs, msg)
-		reject, atCommit, hang, direct := s.reject, s.rejectAtCommit, s.hang, s.rejectDirect
+		reject, atCommit, hang, direct, refuseMP := s.reject, s.rejectAtCommit, s.hang, s.rejectDirect, s.refuseMultipart
 		s.mu.Unlock()
 		if hang {
 			continue
@@ -149,6 +151,10 @@ func (s *fakeSwitch) serve(c net.Conn) error {
 		case typeBarrierRequest:
 			out = fakeMsg(typeBarrierReply, xid, nil)
 		case typeMultipartRequest:
+			if refuseMP != 0 && binary.BigEndian.Uint16(msg[8:]) == refuseMP {
+				out = fakeError(xid, errTypeBadRequest, 2, msg) // OFPBRC_BAD_STAT
+				break
+			}
 			out = fakeMultipartReply(xid, msg)
 		case typeBundleControl:
 			out = s.bundleControl(c, msg, bundles, failed, atCommit)
@@ -280,5 +286,11 @@ func (s *fakeSwitch) setHang(h bool) {
 func (s *fakeSwitch) setRejectAtCommit(f func(inner []byte) *ofError) {
 	s.mu.Lock()
 	s.rejectAtCommit = f
+	s.mu.Unlock()
+}
+
+func (s *fakeSwitch) setRefuseMultipart(t uint16) {
+	s.mu.Lock()
+	s.refuseMultipart = t
 	s.mu.Unlock()
 }

@@ -2,6 +2,7 @@ package native
 
 import (
 	"context"
+	"encoding/binary"
 	"fmt"
 	"sync/atomic"
 	"time"
@@ -75,23 +76,26 @@ func (w *FlowWatch) setWatching(on bool) {
 }
 
 // Run watches until ctx ends: on each connection of the Bridge (it dials one when there is
-// none, as any request does) it adds the monitor, then waits for the connection to end. A
-// failure (no connection, a refused monitor) is retried with a backoff of 100 ms doubling to
-// 30 s.
+// none, as any request does) it adds the monitor, then waits for the connection to end. Without
+// a connection it retries as the Bridge's Run reconnects (100 ms doubling to 1 s); a monitor the
+// switch refused is asked for again after 100 ms doubling to 30 s.
 func (w *FlowWatch) Run(ctx context.Context) {
-	backoff := ofconn.Backoff{Min: 100 * time.Millisecond, Max: 30 * time.Second}
+	dial := ofconn.Backoff{Min: 100 * time.Millisecond, Max: time.Second}
+	refused := ofconn.Backoff{Min: 100 * time.Millisecond, Max: 30 * time.Second}
 	failures := 0
 	for ctx.Err() == nil {
 		c, err := w.b.connection(ctx)
+		backoff := &dial
 		if err == nil {
-			err = w.watch(ctx, c)
+			err, backoff = w.watch(ctx, c), &refused
 		}
 		if err != nil {
 			w.setWatching(false)
 			if ctx.Err() != nil {
 				break
 			}
-			if failures++; failures == 1 {
+			// A lost connection is the Bridge's to report; a refused monitor is this watch's.
+			if failures++; failures == 1 && backoff == &refused {
 				klog.ErrorS(err, "Cannot watch the flows of the OpenFlow switch, retrying", "target", w.b.target)
 			} else {
 				klog.V(2).InfoS("Cannot watch the flows of the OpenFlow switch", "target", w.b.target, "attempts", failures, "err", err)
@@ -104,7 +108,8 @@ func (w *FlowWatch) Run(ctx context.Context) {
 		if failures > 0 {
 			klog.InfoS("Watching the flows of the OpenFlow switch", "target", w.b.target)
 		}
-		backoff.Reset()
+		dial.Reset()
+		refused.Reset()
 		failures = 0
 		w.setWatching(true)
 		select {
@@ -131,8 +136,12 @@ func (w *FlowWatch) watch(ctx context.Context, c *ofconn.Conn) error {
 }
 
 // onMessage runs on the connection's read loop: it counts the updates of one message and
-// reports a change when one is not the Bridge's own.
+// reports a change when one is not the Bridge's own. Other unsolicited multipart replies (the
+// late part of a request whose caller gave up) are not the watch's.
 func (w *FlowWatch) onMessage(msg []byte) {
+	if len(msg) >= multipartHeaderLen && binary.BigEndian.Uint16(msg[headerLen:]) != multipartFlowMonitor {
+		return
+	}
 	var foreign, own uint64
 	err := decodeFlowUpdates(msg, func(u FlowUpdate) {
 		if u.Event == FlowAbbrev {

@@ -89,12 +89,7 @@ func TestDecodeFlowUpdates(t *testing.T) {
 // and the next connection adds the monitor again.
 func TestFlowWatchReportsForeignChangesOnly(t *testing.T) {
 	s := startFakeSwitch(t)
-	b := New(s.target(), nil)
-	w := b.NewFlowWatch()
-	ctx, cancel := context.WithCancel(context.Background())
-	done := make(chan struct{})
-	go func() { w.Run(ctx); close(done) }()
-	defer func() { cancel(); <-done; b.Close() }()
+	w := runFlowWatch(t, s)
 
 	waitChange(t, w, "watching turned on")
 	require.True(t, w.Watching())
@@ -116,6 +111,7 @@ func TestFlowWatchReportsForeignChangesOnly(t *testing.T) {
 	waitChange(t, w, "a flow removed by another writer")
 	require.Equal(t, FlowWatchStats{Monitors: 1, Foreign: 1, Own: 3}, w.Stats())
 
+	send(fakeMsg(typeMultipartReply, 0, []byte{0, byte(multipartTable), 0, 0, 0, 0, 0, 0})) // a late table stats reply
 	send(flowUpdateMsg([]byte{0, 2}))
 	waitChange(t, w, "a malformed update")
 	require.Equal(t, uint64(1), w.Stats().Malformed)
@@ -124,6 +120,23 @@ func TestFlowWatchReportsForeignChangesOnly(t *testing.T) {
 	require.Eventually(t, func() bool { return w.Stats().Monitors == 2 && w.Watching() }, 10*time.Second, time.Millisecond,
 		"the monitor is added again on the next connection")
 	require.Equal(t, 2, countFlowMonitorRequests(s))
+}
+
+// TestFlowWatchRefusedMonitor: while the switch refuses the monitor the watch is off (the
+// healer then checks every second) and asks again with a backoff; once the switch accepts it,
+// the watch is on.
+func TestFlowWatchRefusedMonitor(t *testing.T) {
+	s := startFakeSwitch(t)
+	s.setRefuseMultipart(multipartFlowMonitor)
+	w := runFlowWatch(t, s)
+	require.Eventually(t, func() bool { return countFlowMonitorRequests(s) >= 2 }, 10*time.Second, time.Millisecond,
+		"the refused monitor is asked for again")
+	require.False(t, w.Watching())
+	require.Zero(t, w.Stats().Monitors)
+	s.setRefuseMultipart(0)
+	waitChange(t, w, "watching turned on")
+	require.True(t, w.Watching())
+	require.Equal(t, uint64(1), w.Stats().Monitors)
 }
 
 func countFlowMonitorRequests(s *fakeSwitch) int {
@@ -144,4 +157,15 @@ func waitChange(t *testing.T, w *FlowWatch, what string) {
 	case <-time.After(20 * time.Second):
 		t.Fatalf("no change reported within 20 s: %s", what)
 	}
+}
+
+// runFlowWatch runs a FlowWatch of a Bridge on s until the test ends.
+func runFlowWatch(t *testing.T, s *fakeSwitch) *FlowWatch {
+	b := New(s.target(), nil)
+	w := b.NewFlowWatch()
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan struct{})
+	go func() { w.Run(ctx); close(done) }()
+	t.Cleanup(func() { cancel(); <-done; b.Close() })
+	return w
 }

@@ -196,12 +196,34 @@ func (e *selfHealEnv) ovsdbRestart(t *testing.T) {
 func (e *selfHealEnv) delFlows(t *testing.T) {
 	n := e.n1
 	e.ensureHealthy(t, n, e.client1, e.webAddr)
+	framework.WaitFor(t, 30*time.Second, n.Name+"'s healer to watch OVS's flow monitor", func(ctx context.Context) (bool, string, error) {
+		v, err := agentMetric(ctx, n, "antrea_proxy_healer_watching")
+		return err == nil && v == 1, fmt.Sprintf("antrea_proxy_healer_watching %v (%v)", v, err), nil
+	})
+	reports, err := agentMetric(context.Background(), n, "antrea_proxy_healer_change_reports_total")
+	require.NoError(t, err)
 	s, err := e.underProber(t, e.client1, e.webAddr, func() (time.Time, error) { return n.DelFlows(t) }, delFlowsHealLimit)
 	t.Logf("RESULT ovs-ofctl del-flows %s on %s: %s", framework.Bridge, n.Name, s)
 	if err != nil || !s.Recovered || s.Recovery > delFlowsHealLimit {
 		t.Errorf("traffic from client-1 to %s did not heal within %v of `ovs-ofctl del-flows %s`: %s; %v; %s",
 			e.webAddr, delFlowsHealLimit, framework.Bridge, s, err, e.nodeState(n))
 	}
+	after, err := agentMetric(context.Background(), n, "antrea_proxy_healer_change_reports_total")
+	require.NoError(t, err)
+	require.Greater(t, after, reports, "OVS's flow monitor reported the del-flows to the healer")
+}
+
+// agentMetric reads one unlabelled sample of n's agent /metrics.
+func agentMetric(ctx context.Context, n *framework.Node, name string) (float64, error) {
+	body, err := n.NS.HTTPGet(ctx, "http://127.0.0.1:10249/metrics")
+	if err != nil {
+		return 0, err
+	}
+	v, ok := framework.MetricValue(string(body), name)
+	if !ok {
+		return 0, fmt.Errorf("/metrics of %s has no %s", n.Name, name)
+	}
+	return v, nil
 }
 
 // agentRestartLargeService: with a Service of 5,000 endpoints (5 EndpointSlices of 1,000,

@@ -89,7 +89,7 @@ func (g flowRestoreGate) run(ctx context.Context) {
 // on is not lost: one still running finishes on its own, and one that failed leaves the
 // reconciler owing a replay, which the next batch of any writer does first.
 type boundedReplay struct {
-	healer.TableOwner
+	healer.Owner
 	clock   clock.WithTicker
 	timeout time.Duration
 
@@ -100,8 +100,8 @@ type boundedReplay struct {
 	since    time.Time
 }
 
-func newBoundedReplay(o healer.TableOwner, c clock.WithTicker, timeout time.Duration) *boundedReplay {
-	return &boundedReplay{TableOwner: o, clock: c, timeout: timeout}
+func newBoundedReplay(o healer.Owner, c clock.WithTicker, timeout time.Duration) *boundedReplay {
+	return &boundedReplay{Owner: o, clock: c, timeout: timeout}
 }
 
 // Replay implements healer.Owner: the owner's Replay, at most until timeout has passed since
@@ -116,7 +116,7 @@ func (b *boundedReplay) Replay(ctx context.Context) error {
 		b.inflight = ch
 		// The replay outlives this call when it is given up on: it must not be cancelled then.
 		rctx := context.WithoutCancel(ctx)
-		go func() { ch <- b.TableOwner.Replay(rctx) }()
+		go func() { ch <- b.Owner.Replay(rctx) }()
 	}
 	ch, wait := b.inflight, b.timeout-b.clock.Since(b.since)
 	b.mu.Unlock()

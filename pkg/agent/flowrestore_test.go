@@ -175,10 +175,6 @@ func (o blockingOwner) Replay(context.Context) error {
 	o.started <- struct{}{}
 	return <-o.release
 }
-func (blockingOwner) InstalledVersion() (uint64, bool) { return 0, false }
-func (blockingOwner) InstalledFlows() (openflow.InstalledFlows, bool) {
-	return openflow.InstalledFlows{}, false
-}
 
 // TestBoundedReplayGivesUpAfterTimeout: a replay blocked behind a long sync holds the healer
 // for the timeout only; a later call waits for the same replay instead of starting another;

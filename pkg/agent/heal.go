@@ -25,7 +25,7 @@ func mgmtSocket(cfg *config.AgentConfig) string {
 // The bridge's reconciler tells the healer its flows per table, so that the periodic check is
 // one table statistics request (both backends report them).
 var (
-	_ healer.TableOwner     = (*reconciler.Reconciler)(nil)
+	_ healer.TableCounts    = (*reconciler.Reconciler)(nil)
 	_ openflow.TableCounter = (*native.Bridge)(nil)
 	_ openflow.TableCounter = (*ofctl.Bridge)(nil)
 	_ healer.ChangeFeed     = (*native.FlowWatch)(nil)
@@ -80,6 +80,7 @@ func (c *Components) startSelfHealing(ctx context.Context, cfg *config.AgentConf
 	h := healer.New(healer.Options{
 		Counter: c.Bridge,
 		Owners:  owners,
+		Tables:  []healer.TableCounts{c.bridgeState},
 		Resets:  resets,
 		Changes: changes,
 		AfterReplayAll: func(ctx context.Context) error {

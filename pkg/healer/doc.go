@@ -11,11 +11,11 @@
 // A check compares OVS with what the owners installed, so that an external `ovs-ofctl
 // del-flows` heals. With a Counter that reports table statistics (openflow.TableCounter) a
 // check is one table statistics request, which OVS answers from a counter per table whatever
-// the number of flows: each table's count is compared with what the TableOwners installed
-// there plus the surplus recorded at the last full check (the other owners' and foreign
-// flows). Only when that differs, when an owner cannot tell, and once FullCheckInterval passed
-// does every owner Verify its flows (cookie-filtered flow counts, for which OVS walks the
-// flows), and those that mismatch replay.
+// the number of flows: each table's count is compared with what the writers that count per
+// table (Options.Tables, TableCounts) installed there plus the surplus recorded at the last
+// full check (the other owners' and foreign flows). Only when that differs, when a writer
+// cannot tell, and once FullCheckInterval passed does every owner Verify its flows
+// (cookie-filtered flow counts, for which OVS walks the flows), and those that mismatch replay.
 //
 // When a check runs is the schedule's: every CheckInterval (1 s), unless a ChangeFeed reports
 // the changes other writers make (an OpenFlow flow monitor on the agent's own connection,

@@ -71,14 +71,18 @@ type Options struct {
 	// Owners are replayed in this order (the reject meters, the gateway's host side, the
 	// bridge's reconciler).
 	Owners []Owner
+	// Tables are the writers that say what they installed per table (the bridge's
+	// reconciler): a check compares their sum, plus what the last full check found beyond it,
+	// with OVS's table statistics. Writers that do not say (the reject meters' flows, a CNI
+	// server's) are counted in that surplus.
+	Tables []TableCounts
 	// Resets receives a value every time the OpenFlow connection to ovs-vswitchd is back after
 	// a loss (the connection monitor). Nil means no resets.
 	Resets <-chan struct{}
 	// CheckInterval is how often owners are checked while Changes is not watching, and the
 	// least time between two checks after changes were reported; 0 means DefaultCheckInterval.
-	// A check is one table statistics request compared with what the TableOwners installed,
-	// and every owner's Verify runs only when that differs from the last full check (see
-	// TableOwner).
+	// A check is one table statistics request compared with what the Tables installed, and
+	// every owner's Verify runs only when that differs from the last full check.
 	CheckInterval time.Duration
 	// Changes, when set, reports the changes of the bridge's flows made by other writers; a
 	// report is checked at once (at most once per CheckInterval), and while it is watching the

@@ -22,7 +22,7 @@ import (
 	"github.com/antrea-proxy/antrea-proxy/test/ovssandbox"
 )
 
-// bridgeOwner is a TableOwner on a real bridge, shaped like the agent's owners: its flows are
+// bridgeOwner is an Owner and TableCounts on a real bridge, shaped like the agent's owners: its flows are
 // in one or more cookie categories of round 7; Verify counts each category in OVS (one
 // aggregate request each, as the proxier does) and Replay replaces every category.
 type bridgeOwner struct {
@@ -80,17 +80,18 @@ func ownerFlows(cat pipeline.Category, table uint8, first, n int) []openflow.Flo
 // healBridge starts OVS with a bridge holding, like an agent's at scale, a "proxier" owner of
 // three categories (base: 10 flows in table 11; service: services flows in table 14;
 // endpoint: 10 per Service in table 15), a "gateway" owner of 5 flows in table 0 and a "pods"
-// owner that does not count per table (10 flows in table 0 and 20).
-func healBridge(tb testing.TB, services int) (*ovssandbox.Instance, string, *native.Bridge, []Owner) {
+// owner that does not count per table (10 flows in table 0 and 20). The owners are in replay
+// order; tables are those that count per table.
+func healBridge(tb testing.TB, services int) (o *ovssandbox.Instance, br string, b *native.Bridge, owners []Owner, tables []TableCounts) {
 	tb.Helper()
 	ns := ovssandbox.NewNetNS(tb, "healer")
-	o := ovssandbox.Start(tb, ovssandbox.Options{NetNS: ns.Name})
-	br := fmt.Sprintf("br%06x", rand.IntN(1<<24))
+	o = ovssandbox.Start(tb, ovssandbox.Options{NetNS: ns.Name})
+	br = fmt.Sprintf("br%06x", rand.IntN(1<<24))
 	_, err := o.Vsctl("add-br", br, "--", "set", "bridge", br, "datapath_type=netdev",
 		"protocols=OpenFlow10,OpenFlow13,OpenFlow15", "fail_mode=secure")
 	require.NoError(tb, err)
 	require.NoError(tb, o.WaitForBridge(br))
-	b := native.New(o.MgmtSocket(br), ofctl.New(o.MgmtSocket(br)))
+	b = native.New(o.MgmtSocket(br), ofctl.New(o.MgmtSocket(br)))
 	tb.Cleanup(b.Close)
 	proxier := &bridgeOwner{name: "proxier", b: b, flows: map[pipeline.Category][]openflow.Flow{
 		pipeline.CategoryBase:     ownerFlows(pipeline.CategoryBase, 11, 0, 10),
@@ -99,25 +100,16 @@ func healBridge(tb testing.TB, services int) (*ovssandbox.Instance, string, *nat
 	}}
 	gateway := &bridgeOwner{name: "gateway", b: b, flows: map[pipeline.Category][]openflow.Flow{
 		pipeline.CategoryGateway: ownerFlows(pipeline.CategoryGateway, 0, 0, 5)}}
-	pods := &verifyOnly{o: &bridgeOwner{name: "pods", b: b, flows: map[pipeline.Category][]openflow.Flow{
-		pipeline.CategoryPod: append(ownerFlows(pipeline.CategoryPod, 0, 100, 5), ownerFlows(pipeline.CategoryPod, 20, 200, 5)...)}}}
-	owners := []Owner{gateway, pods, proxier}
+	pods := &bridgeOwner{name: "pods", b: b, flows: map[pipeline.Category][]openflow.Flow{
+		pipeline.CategoryPod: append(ownerFlows(pipeline.CategoryPod, 0, 100, 5), ownerFlows(pipeline.CategoryPod, 20, 200, 5)...)}}
+	owners, tables = []Owner{gateway, pods, proxier}, []TableCounts{gateway, proxier}
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 	defer cancel()
 	for _, ow := range owners {
 		require.NoError(tb, ow.Replay(ctx))
 	}
-	return o, br, b, owners
+	return o, br, b, owners, tables
 }
-
-// verifyOnly is an owner that does not say what it installed per table (the CNI server).
-type verifyOnly struct{ o *bridgeOwner }
-
-func (v *verifyOnly) Name() string { return v.o.name }
-func (v *verifyOnly) Verify(ctx context.Context, c openflow.FlowCounter) (bool, error) {
-	return v.o.Verify(ctx, c)
-}
-func (v *verifyOnly) Replay(ctx context.Context) error { return v.o.Replay(ctx) }
 
 // sortedFlows is the bridge's flows without statistics, sorted.
 func sortedFlows(t *testing.T, o *ovssandbox.Instance, br string) string {
@@ -146,11 +138,11 @@ func TestIntegrationTableCheckHeals(t *testing.T) {
 }
 
 func testTableCheckHeals(t *testing.T, watched bool) {
-	o, br, b, owners := healBridge(t, 20)
+	o, br, b, owners, tables := healBridge(t, 20)
 	want := sortedFlows(t, o, br)
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
-	opts := Options{Counter: b, Owners: owners, CheckInterval: 100 * time.Millisecond, FullCheckInterval: -1}
+	opts := Options{Counter: b, Owners: owners, Tables: tables, CheckInterval: 100 * time.Millisecond, FullCheckInterval: -1}
 	if watched {
 		w := b.NewFlowWatch()
 		go w.Run(ctx)
@@ -202,7 +194,7 @@ func testTableCheckHeals(t *testing.T, watched bool) {
 	_, err := o.Ofctl("add-flow", br, "table=30,priority=1,actions=drop")
 	require.NoError(t, err)
 	waitStats("the foreign flow's full check", func(s Stats) bool { return s.FullChecks == full+1 })
-	tables := h.Stats().TableChecks
+	tableChecks := h.Stats().TableChecks
 	if watched {
 		// Another foreign flow in the same table: reported, checked, counted in the baseline.
 		_, err := o.Ofctl("add-flow", br, "table=30,priority=2,actions=drop")
@@ -210,7 +202,7 @@ func testTableCheckHeals(t *testing.T, watched bool) {
 		waitStats("the second foreign flow's full check", func(s Stats) bool { return s.FullChecks == full+2 })
 		full++
 	} else {
-		waitStats("table checks", func(s Stats) bool { return s.TableChecks >= tables+3 })
+		waitStats("table checks", func(s Stats) bool { return s.TableChecks >= tableChecks+3 })
 	}
 	st := h.Stats()
 	require.Equal(t, full+1, st.FullChecks, "full checks after the foreign flow")
@@ -255,8 +247,8 @@ func selfCPU(tb testing.TB) time.Duration {
 // process and of the ovs-ofctl processes it ran.
 func BenchmarkCheck10k(b *testing.B) {
 	ovssandbox.Require(b)
-	o, _, br, owners := healBridge(b, 10000)
-	h := New(Options{Counter: br, Owners: owners, FullCheckInterval: -1})
+	o, _, br, owners, tables := healBridge(b, 10000)
+	h := New(Options{Counter: br, Owners: owners, Tables: tables, FullCheckInterval: -1})
 	ctx := context.Background()
 	h.check(ctx) // the first check is a full one and records the baseline
 	require.NotNil(b, h.tables.baseline)

@@ -11,19 +11,18 @@ import (
 	"github.com/antrea-proxy/antrea-proxy/pkg/ovs/openflow"
 )
 
-// TableOwner is an Owner that can say, without asking OVS, how many flows it installed in each
-// table. With a Counter that also reports table statistics (openflow.TableCounter), the
-// periodic check then costs OVS one table statistics request instead of an aggregate request
-// (a walk of every flow) per owner and category.
-type TableOwner interface {
-	Owner
-	// InstalledVersion returns the version of what the owner installed
+// TableCounts is a writer of the bridge that can say, without asking OVS, how many flows it
+// installed in each table (the bridge's reconciler). With a Counter that also reports table
+// statistics (openflow.TableCounter), the check then costs OVS one table statistics request
+// instead of an aggregate request (a walk of every flow) per owner and category.
+type TableCounts interface {
+	// InstalledVersion returns the version of what the writer installed
 	// (openflow.InstalledFlows.Version); false when it cannot tell (an Apply of its own is in
 	// flight). It must be cheap: every check asks it twice. It should change when the counts
 	// per table change; if it does not, the counts OVS holds stop adding up and the next full
-	// check, after which every owner is asked for its flows again, sets that right.
+	// check, after which every writer is asked for its flows again, sets that right.
 	InstalledVersion() (uint64, bool)
-	// InstalledFlows returns what the owner installed; false when it cannot tell. The Healer
+	// InstalledFlows returns what the writer installed; false when it cannot tell. The Healer
 	// asks it only when the version changed since it last asked.
 	InstalledFlows() (openflow.InstalledFlows, bool)
 }
@@ -36,54 +35,47 @@ type tableCheck struct {
 	baseline map[uint8]int
 	// lastFull is when the last full check ran (zero before the first).
 	lastFull time.Time
-	// installed caches what each TableOwner installed, by owner name, with its version.
-	installed map[string]openflow.InstalledFlows
+	// installed caches what each of Options.Tables installed, by its index, with its version.
+	installed map[int]openflow.InstalledFlows
 }
 
-// expectation is the sum of what the table owners installed.
+// expectation is the sum of what the Tables installed.
 type expectation struct {
 	perTable map[uint8]int
 	learned  map[uint8]bool
 	versions []uint64
 }
 
-// versions returns every TableOwner's version; false when one cannot tell.
+// versions returns the version of each of Options.Tables; false when one cannot tell.
 func (h *Healer) versions() ([]uint64, bool) {
-	var vs []uint64
-	for _, o := range h.opts.Owners {
-		if to, ok := o.(TableOwner); ok {
-			v, ok := to.InstalledVersion()
-			if !ok {
-				return nil, false
-			}
-			vs = append(vs, v)
+	vs := make([]uint64, 0, len(h.opts.Tables))
+	for _, tc := range h.opts.Tables {
+		v, ok := tc.InstalledVersion()
+		if !ok {
+			return nil, false
 		}
+		vs = append(vs, v)
 	}
 	return vs, true
 }
 
-// installed sums what every TableOwner installed at versions vs (from versions), asking an
-// owner for its flows only when its version changed since the last time; false when one
-// cannot tell or its flows are not of that version any more.
+// installed sums what each of Options.Tables installed at versions vs (from versions), asking
+// one for its flows only when its version changed since the last time; false when one cannot
+// tell or its flows are not of that version any more.
 func (h *Healer) installed(vs []uint64) (expectation, bool) {
 	if h.tables.installed == nil {
-		h.tables.installed = map[string]openflow.InstalledFlows{}
+		h.tables.installed = map[int]openflow.InstalledFlows{}
 	}
 	e := expectation{perTable: map[uint8]int{}, learned: map[uint8]bool{}, versions: vs}
-	i := 0
-	for _, o := range h.opts.Owners {
-		to, ok := o.(TableOwner)
-		if !ok {
-			continue
-		}
-		in, cached := h.tables.installed[o.Name()]
+	for i, tc := range h.opts.Tables {
+		in, cached := h.tables.installed[i]
 		if !cached || in.Version != vs[i] {
-			if in, ok = to.InstalledFlows(); !ok || in.Version != vs[i] {
+			var ok bool
+			if in, ok = tc.InstalledFlows(); !ok || in.Version != vs[i] {
 				return expectation{}, false
 			}
-			h.tables.installed[o.Name()] = in
+			h.tables.installed[i] = in
 		}
-		i++
 		for t, n := range in.PerTable {
 			e.perTable[t] += n
 		}
@@ -94,7 +86,7 @@ func (h *Healer) installed(vs []uint64) (expectation, bool) {
 	return e, true
 }
 
-// surplus returns, per table, how many more flows OVS holds than the table owners installed
+// surplus returns, per table, how many more flows OVS holds than the Tables installed
 // (zeros left out; learned tables, whose counts change on their own, left out), and whether
 // some table holds fewer than installed (a certain loss).
 func (e expectation) surplus(stats []openflow.TableStats) (map[uint8]int, bool) {
@@ -114,10 +106,10 @@ func (e expectation) surplus(stats []openflow.TableStats) (map[uint8]int, bool) 
 	return out, short
 }
 
-// check compares one table statistics reply with what the table owners installed plus the
+// check compares one table statistics reply with what the Tables installed plus the
 // surplus recorded at the last full check, and verifies every owner (replaying those that
 // mismatch) only when they differ, when the statistics request failed, and once
-// FullCheckInterval passed since the last full check; while a table owner cannot tell (its
+// FullCheckInterval passed since the last full check; while one of the Tables cannot tell (its
 // bundle is in flight) it does nothing. It reports whether OVS was found as installed (a
 // baseline is recorded); otherwise the next check should come soon: after a replay, to confirm
 // it, and after a check that could not tell.
@@ -174,7 +166,7 @@ func (h *Healer) fullCheck(ctx context.Context, surplus map[uint8]int, reason st
 	allOK := h.verifyAllLocked(ctx)
 	h.tables.lastFull = h.opts.Clock.Now()
 	// An owner's version may stay while its flows move between tables (see
-	// TableOwner.InstalledVersion): the next check asks every owner again.
+	// TableCounts.InstalledVersion): the next check asks every writer again.
 	h.tables.installed = nil
 	if allOK && surplus != nil {
 		h.tables.baseline = surplus

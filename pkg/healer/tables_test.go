@@ -47,7 +47,7 @@ func (f *fakeTables) set(t uint8, n int) {
 	f.held[t] = n
 }
 
-// tableOwner is a fakeOwner that says what it installed per table.
+// tableOwner is a fakeOwner that says what it installed per table (TableCounts).
 type tableOwner struct {
 	*fakeOwner
 	tmu       sync.Mutex
@@ -78,7 +78,7 @@ type tableFixture struct {
 }
 
 // newTableFixture runs a healer with a table-counting Counter, a "pods" owner that does not
-// count per table and a "proxier" TableOwner: the switch holds the proxier's 100 flows in table
+// count per table and a "proxier" that does (Options.Tables): the switch holds the proxier's 100 flows in table
 // 14, 5 in table 13 (which also holds learned flows) and, in table 0, 3 pod flows and 1 foreign
 // flow.
 func newTableFixture(t *testing.T, fullEvery time.Duration, configure ...func(*Options)) *tableFixture {
@@ -90,7 +90,7 @@ func newTableFixture(t *testing.T, fullEvery time.Duration, configure ...func(*O
 	f.proxy = &tableOwner{fakeOwner: &fakeOwner{name: "proxier", j: j, verifyOK: true},
 		installed: openflow.InstalledFlows{PerTable: map[uint8]int{13: 5, 14: 100}, Learned: []uint8{13}, Version: 2}}
 	f.owners = []*fakeOwner{pods, f.proxy.fakeOwner}
-	opts := Options{Counter: f.tables, Owners: []Owner{pods, f.proxy}, Resets: f.resets, CheckInterval: 5 * time.Second,
+	opts := Options{Counter: f.tables, Owners: []Owner{pods, f.proxy}, Tables: []TableCounts{f.proxy}, Resets: f.resets, CheckInterval: 5 * time.Second,
 		FullCheckInterval: fullEvery, RetryInitial: retryInitial, RetryMax: time.Second, Clock: f.clk}
 	for _, c := range configure {
 		c(&opts)

@@ -52,7 +52,7 @@ func (r *Reconciler) Verify(ctx context.Context, c of.FlowCounter) (bool, error)
 }
 
 // InstalledVersion is a fingerprint of the installed flow counts, in all and per category of
-// every started writer (healer.TableOwner), which a batch that changes nothing leaves as it
+// every started writer (healer.TableCounts), which a batch that changes nothing leaves as it
 // was; false while a bundle is in flight or before any writer started. A change that keeps
 // every one of those counts but moves flows between tables keeps it too; the healer then sees
 // table counts differ from the ones it cached, verifies and asks InstalledFlows again.
@@ -74,7 +74,7 @@ func (r *Reconciler) installedVersionLocked() (uint64, bool) {
 	return v, true
 }
 
-// InstalledFlows says how many flows are installed in each table (healer.TableOwner), so that
+// InstalledFlows says how many flows are installed in each table (healer.TableCounts), so that
 // the periodic check compares a table statistics reply instead of counting flows per category
 // in OVS; false as InstalledVersion. Learned lists the started writers' Learned tables.
 func (r *Reconciler) InstalledFlows() (of.InstalledFlows, bool) {

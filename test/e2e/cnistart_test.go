@@ -81,11 +81,11 @@ func TestAgentRestartWithCorruptCNIState(t *testing.T) {
 	})
 
 	framework.WaitFor(t, time.Minute, "the CNI metrics of "+n1.Name, func(ctx context.Context) (bool, string, error) {
-		body, err := n1.NS.HTTPGet(ctx, "http://127.0.0.1:10249/metrics")
+		text, err := n1.AgentMetrics(ctx)
 		if err != nil {
 			return false, err.Error(), nil
 		}
-		lines := strings.Split(string(body), "\n")
+		lines := strings.Split(text, "\n")
 		for _, want := range []string{`antrea_proxy_cni_quarantined_files_total{kind="pod-record"} 2`,
 			`antrea_proxy_cni_quarantined_files_total{kind="spooled-del"} 1`,
 			`antrea_proxy_http_connections_rejected_total{server="service-healthcheck"} 0`} {

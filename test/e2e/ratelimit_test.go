@@ -78,9 +78,8 @@ func TestRateLimitsRejectFlood(t *testing.T) {
 	<-done
 	elapsed := time.Since(start)
 
-	body, err := n1.NS.HTTPGet(ctx, "http://127.0.0.1:10249/metrics")
+	text, err := n1.AgentMetrics(ctx)
 	require.NoError(t, err)
-	text := string(body)
 	dropped, ok := sample(text, `antrea_proxy_reject_meter_packets_total{result="dropped"}`)
 	require.True(t, ok, "/metrics has the meter drops")
 	passed, ok := sample(text, `antrea_proxy_reject_meter_packets_total{result="passed"}`)

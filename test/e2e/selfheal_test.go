@@ -215,11 +215,11 @@ func (e *selfHealEnv) delFlows(t *testing.T) {
 
 // agentMetric reads one unlabelled sample of n's agent /metrics.
 func agentMetric(ctx context.Context, n *framework.Node, name string) (float64, error) {
-	body, err := n.NS.HTTPGet(ctx, "http://127.0.0.1:10249/metrics")
+	text, err := n.AgentMetrics(ctx)
 	if err != nil {
 		return 0, err
 	}
-	v, ok := framework.MetricValue(string(body), name)
+	v, ok := framework.MetricValue(text, name)
 	if !ok {
 		return 0, fmt.Errorf("/metrics of %s has no %s", n.Name, name)
 	}

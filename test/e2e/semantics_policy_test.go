@@ -294,9 +294,8 @@ func (e *policyEnv) healthCheckNodePort(t *testing.T) {
 func (e *policyEnv) metricsAndHealthz(t *testing.T) {
 	for _, n := range e.sb.Nodes {
 		ctx := context.Background()
-		body, err := n.NS.HTTPGet(ctx, "http://127.0.0.1:10249/metrics")
+		text, err := n.AgentMetrics(ctx)
 		require.NoError(t, err)
-		text := string(body)
 		for _, m := range []string{"antrea_proxy_services_installed", "antrea_proxy_endpoints_installed", "antrea_proxy_flows_installed",
 			"antrea_proxy_groups_installed", "antrea_proxy_sync_proxy_rules_duration_seconds_count"} {
 			v, ok := framework.MetricValue(text, m)

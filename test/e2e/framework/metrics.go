@@ -2,6 +2,7 @@ package framework
 
 import (
 	"bufio"
+	"context"
 	"strconv"
 	"strings"
 )
@@ -34,4 +35,14 @@ func MetricValue(exposition, name string) (float64, bool) {
 		return v, true
 	}
 	return 0, false
+}
+
+// agentMetricsURL is where a sandbox node's agent serves /metrics inside the node's network
+// namespace (the agent's default address).
+const agentMetricsURL = "http://127.0.0.1:10249/metrics"
+
+// AgentMetrics returns the text exposition of n's agent's /metrics.
+func (n *Node) AgentMetrics(ctx context.Context) (string, error) {
+	body, err := n.NS.HTTPGet(ctx, agentMetricsURL)
+	return string(body), err
 }
